@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
-  libeigen3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
+  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev
   python3 python3-matplotlib python3-numpy)
 
 missing=()

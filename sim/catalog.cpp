@@ -1,0 +1,75 @@
+#include "sim/catalog.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/config_error.h"
+#include "sim/embedded_scenarios.h"
+
+namespace metronome {
+namespace fs = std::filesystem;
+
+std::optional<std::string_view> embedded_scenario_file(std::string_view relpath) {
+  for (const auto& f : kEmbeddedScenarioFiles) {
+    if (f.path == relpath) return f.content;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> embedded_names(std::string_view kind) {
+  std::vector<std::string> names;
+  const std::string prefix = std::string(kind) + "/";
+  for (const auto& f : kEmbeddedScenarioFiles) {
+    std::string_view p = f.path;
+    if (p.substr(0, prefix.size()) == prefix && p.find('/', prefix.size()) == std::string_view::npos &&
+        p.ends_with(".json")) {
+      names.emplace_back(p.substr(prefix.size(), p.size() - prefix.size() - 5));
+    }
+  }
+  return names;
+}
+
+static nlohmann::json parse_named(std::string_view text, const std::string& where) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(where + ": not valid JSON: " + e.what());
+  }
+}
+
+nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name,
+                                  const std::string& base_dir, const std::string& referrer) {
+  const bool safe = !name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos;
+  if (safe) {
+    std::vector<fs::path> dirs;
+    if (!base_dir.empty()) {
+      fs::path b(base_dir);
+      dirs = {b / kind, b.parent_path() / kind, b.parent_path().parent_path() / kind};
+    }
+    if (const char* env = std::getenv("METRONOME_SCENARIOS")) dirs.push_back(fs::path(env) / kind);
+    for (const auto& d : dirs) {
+      fs::path p = d / (name + ".json");
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) {
+        std::ifstream in(p);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return parse_named(ss.str(), p.string());
+      }
+    }
+    const std::string rel = std::string(kind) + "/" + name + ".json";
+    if (auto text = embedded_scenario_file(rel)) {
+      return parse_named(*text, "(built-in) scenarios/" + rel);
+    }
+  }
+  std::string known;
+  for (const auto& n : embedded_names(kind)) known += (known.empty() ? "" : ", ") + n;
+  const std::string field = kind == "models" ? "model" : "gpu";
+  throw ConfigError(referrer + ": " + field + ": unknown " + field + " \"" + name +
+                    "\" (known: " + known + "; or add scenarios/" + std::string(kind) + "/" + name +
+                    ".json)");
+}
+
+}  // namespace metronome

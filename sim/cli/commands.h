@@ -1,0 +1,15 @@
+// Each subcommand registers itself on the app and returns the function that runs it.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace metronome::cli {
+
+using Run = std::function<int()>;
+
+Run add_simulate(CLI::App& app);
+Run add_predict(CLI::App& app);
+
+}  // namespace metronome::cli

@@ -1,0 +1,34 @@
+#include <iostream>
+#include <memory>
+
+#include "sim/cli/commands.h"
+#include "sim/cli/scenario_options.h"
+#include "sim/first_order.h"
+#include "sim/report.h"
+
+namespace metronome::cli {
+
+Run add_predict(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "predict",
+      "Predict when the KV pool saturates (t_sat) from the first-order model, without simulating: "
+      "rho(t) = rho0 + N r t for simultaneous callers, summed session ages for staggered ones, in "
+      "continuous and whole-block form; for windowed KV, the per-session bound and memory cap.");
+  auto o = std::make_shared<ScenarioOptions>();
+  o->add_to(*cmd);
+  return [o]() {
+    const Scenario s = o->load();
+    const auto p = predict_first_order(s);
+    if (o->json) {
+      nlohmann::json j = {{"metronome_version", version_string()},
+                          {"scenario", to_json(s)},
+                          {"prediction", prediction_json(s, p)}};
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << prediction_text(s, p);
+    }
+    return 0;
+  };
+}
+
+}  // namespace metronome::cli

@@ -1,0 +1,411 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace metronome {
+namespace {
+
+// Keys a session has cached and visible to its next query: the KV a pass reads for it.
+int64_t cached_visible(int64_t ctx, kv::Window w) { return kv::visible_keys(ctx, w) - 1; }
+
+}  // namespace
+
+Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
+    : scenario_(s),
+      cost_(cost),
+      observer_(observer),
+      sizing_(size_pool(s)),
+      pool_(sizing_.num_blocks),
+      window_(s.kv_policy.window()),
+      period_(from_seconds(s.workload.frame_period_s)),
+      deadline_(from_seconds(s.workload.deadline())),
+      silence_after_(from_seconds(s.engine.silence_after_s.value_or(s.workload.deadline()))),
+      horizon_(from_seconds(s.horizon_s)),
+      jitter_(from_seconds(s.workload.frame_jitter_s)),
+      sample_period_(from_seconds(s.output.sample_period_s)),
+      block_size_(s.engine.block_size),
+      n_in_(s.workload.input_tokens_per_frame),
+      n_out_(s.workload.output_tokens_per_frame),
+      n_kv_(s.workload.kv_tokens()),
+      prompt_(s.workload.prompt_tokens),
+      max_batch_(s.engine.max_sessions_per_step),
+      preempt_policy_(s.engine.exhaustion == "preempt_recompute"),
+      arrival_rng_(s.seed, "arrivals"),
+      duration_rng_(s.seed, "durations"),
+      jitter_rng_(s.seed, "jitter"),
+      arrivals_(make_arrival_process(s.workload.arrival)),
+      durations_(make_duration_distribution(s.workload.duration)),
+      next_sample_(sample_period_) {
+  if (period_ < 1) period_ = 1;
+  if (sample_period_ < 1) sample_period_ = next_sample_ = 1;
+}
+
+RunResult Engine::run() {
+  if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
+    events_.push(*t, EventKind::kArrival);
+  }
+  while (!events_.empty() && events_.top().time <= horizon_) {
+    const Event e = events_.pop();
+    sample_until(e.time);
+    switch (e.kind) {
+      case EventKind::kDeparture: on_departure(e.time, e.target); break;
+      case EventKind::kStepDone: on_step_done(e.time); break;
+      case EventKind::kArrival: on_arrival(e.time); break;
+      case EventKind::kEngineWake:
+        if (e.time == wake_at_) {
+          wake_at_ = kNever;
+          try_start_step(e.time);
+        }
+        break;
+    }
+  }
+  finish();
+  return result_;
+}
+
+Time Engine::release_time(const Session& s, int64_t frame) {
+  Time t = s.arrival + frame * period_;
+  if (jitter_ > 0) {
+    t += static_cast<Time>(jitter_rng_.uniform() * static_cast<double>(jitter_));
+  }
+  return t;
+}
+
+void Engine::on_arrival(Time now) {
+  if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
+    events_.push(*t, EventKind::kArrival);
+  }
+  const double duration_s = durations_->sample(duration_rng_);
+
+  int64_t id;
+  if (!free_slots_.empty()) {
+    id = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    id = static_cast<int64_t>(sessions_.size());
+    sessions_.emplace_back();
+    incarnation_.push_back(0);
+  }
+  ++incarnation_[id];
+  Session& s = sessions_[id];
+  s = Session{};
+  s.arrival = now;
+  // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
+  const double left_s = to_seconds(horizon_ - now);
+  if (duration_s >= left_s) {
+    s.end = kNever;
+    s.frames_total = (horizon_ - now) / period_ + 2;
+  } else {
+    const Time d = std::max<Time>(1, from_seconds(duration_s));
+    s.end = now + d;
+    s.frames_total = kv::ceil_div(d, period_);
+    events_.push(s.end, EventKind::kDeparture, id);
+  }
+  s.admit_order = next_admit_order_++;
+  s.next_release = release_time(s, 0);
+  admit_stack_.push_back({id, s.admit_order});
+  ++live_;
+  ++result_.sessions_arrived;
+  result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
+  enqueue(id);
+  try_start_step(now);
+}
+
+void Engine::on_departure(Time now, int64_t id) {
+  Session& s = sessions_[id];
+  pool_.release(s.held);
+  s.held = 0;
+  if (s.stalled) --stalled_;
+  s.state = Session::State::kGone;
+  count_unserved(s, s.frames_total);
+  departed_due_ += s.frames_total;
+  --live_;
+  ++result_.sessions_departed;
+  free_slots_.push_back(id);
+  if (admit_stack_.size() > 2 * static_cast<size_t>(live_) + 64) {  // keep it O(live sessions)
+    std::erase_if(admit_stack_, [&](const Admission& a) {
+      const Session& v = sessions_[a.id];
+      return v.admit_order != a.order || v.state != Session::State::kLive;
+    });
+  }
+  try_start_step(now);
+}
+
+void Engine::count_unserved(const Session& s, int64_t due) {
+  const int64_t unserved = std::max<int64_t>(0, due - s.next_frame);
+  result_.frames_due += due;
+  result_.frames_silent += unserved;
+  result_.true_latency.add_censored(unserved);
+  // The serving layer answered each of them with silence at silence_after_s.
+  if (unserved > 0) {
+    result_.reported_latency.add(to_seconds(silence_after_), unserved);
+    if (silence_after_ > deadline_) result_.frames_reported_late += unserved;
+  }
+}
+
+void Engine::enqueue(int64_t id) {
+  const Ticket t{id, incarnation_[id]};
+  const Time r = sessions_[id].next_release;
+  // Releases arrive nearly in order (one period apart), so the insertion point is almost always the
+  // back; equal times keep scheduling order, which makes the run deterministic.
+  auto it = ready_.end();
+  while (it != ready_.begin() && sessions_[std::prev(it)->id].next_release > r) --it;
+  ready_.insert(it, t);
+}
+
+bool Engine::reserve(int64_t id, Time now) {
+  Session& s = sessions_[id];
+  const int64_t n = n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
+  const int64_t total = kv::step_blocks(s.ctx, n, window_, block_size_);
+  const int64_t need = total - s.held;
+  if (pool_.try_allocate(need) || (preempt_policy_ && preempt_newer_than(id, need, now) &&
+                                   pool_.try_allocate(need))) {
+    s.held = total;
+    if (s.stalled) {
+      s.stalled = false;
+      --stalled_;
+    }
+    if (s.state == Session::State::kPreempted) {
+      s.state = Session::State::kLive;
+      s.admit_order = next_admit_order_++;
+      admit_stack_.push_back({id, s.admit_order});
+    }
+    return true;
+  }
+  result_.crashed = true;
+  if (!result_.first_stall_s) result_.first_stall_s = to_seconds(now);
+  if (preempt_policy_) {
+    if (s.held > 0) preempt(id, now);  // it is the newest that holds blocks: vLLM evicts it
+  } else if (!s.stalled) {
+    s.stalled = true;
+    ++stalled_;
+  }
+  return false;
+}
+
+bool Engine::preempt_newer_than(int64_t id, int64_t need, Time now) {
+  const int64_t order = sessions_[id].admit_order;
+  // Walk from the newest admission down, evicting sessions that are not in this step, until enough
+  // blocks are free or only older sessions remain.
+  size_t i = admit_stack_.size();
+  while (pool_.free() < need && i > 0) {
+    const Admission t = admit_stack_[--i];
+    Session& v = sessions_[t.id];
+    const bool valid = v.admit_order == t.order && v.state == Session::State::kLive;
+    if (!valid) {
+      admit_stack_.erase(admit_stack_.begin() + static_cast<ptrdiff_t>(i));
+      continue;
+    }
+    if (v.admit_order <= order) break;
+    if (v.in_step || v.held == 0) continue;
+    preempt(t.id, now);
+  }
+  return pool_.free() >= need;
+}
+
+void Engine::preempt(int64_t id, Time now) {
+  Session& v = sessions_[id];
+  const int64_t freed = v.held;
+  pool_.release(freed);
+  v.held = 0;
+  v.state = Session::State::kPreempted;
+  // Its history must be recomputed: all of it unbounded, the sinks and window when windowed.
+  v.recompute = cached_visible(v.ctx, window_);
+  ++result_.preemptions;
+  result_.crashed = true;
+  if (!result_.first_preempt_s) result_.first_preempt_s = to_seconds(now);
+  if (!result_.first_stall_s) result_.first_stall_s = to_seconds(now);
+  if (observer_) observer_->on_preempt(now, id, freed);
+}
+
+void Engine::try_start_step(Time now) {
+  if (busy_) return;
+  batch_.clear();
+  kept_.clear();
+  int64_t blocked = 0;
+  while (!ready_.empty() && static_cast<int64_t>(batch_.size()) < max_batch_) {
+    const Ticket t = ready_.front();
+    Session& s = sessions_[t.id];
+    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) {
+      ready_.pop_front();
+      continue;
+    }
+    if (s.next_release > now) break;
+    ready_.pop_front();
+    if (reserve(t.id, now)) {
+      s.in_step = true;
+      batch_.push_back(t);
+    } else {
+      kept_.push_back(t);
+      ++blocked;
+    }
+  }
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) ready_.push_front(*it);
+  if (blocked > 0 && observer_) observer_->on_stall(now, blocked);
+
+  if (batch_.empty()) {
+    // Nothing runnable now: wake at the next future release. Frames blocked on memory wait for a
+    // departure, which calls us.
+    for (const Ticket& t : ready_) {
+      const Session& s = sessions_[t.id];
+      if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
+      if (s.next_release <= now) continue;
+      if (s.next_release < wake_at_) {
+        wake_at_ = s.next_release;
+        events_.push(wake_at_, EventKind::kEngineWake);
+      }
+      break;
+    }
+    return;
+  }
+
+  PassShape ingest, decode;
+  int64_t decode_passes = 0;
+  for (const Ticket& t : batch_) {
+    const Session& s = sessions_[t.id];
+    const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
+    const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
+    double per_query = static_cast<double>(cached) + 0.5 * static_cast<double>(q + 1);
+    if (!window_.unbounded()) {
+      per_query = std::min(per_query, static_cast<double>(window_.window + window_.sinks + 1));
+    }
+    if (q > 0) {
+      ++ingest.sessions;
+      ingest.query_tokens += q;
+      ingest.kv_read_tokens += cached;
+      ingest.qk_pairs += static_cast<double>(q) * per_query;
+    }
+    const int64_t d = std::max<int64_t>(0, n_out_ - (q > 0 ? 1 : 0));
+    if (d > 0) {
+      const int64_t after = cached + q;
+      ++decode.sessions;
+      decode.query_tokens += 1;
+      decode.kv_read_tokens += after;
+      decode.qk_pairs += static_cast<double>(after + 1);
+      decode_passes = std::max(decode_passes, d);
+    }
+  }
+  const double seconds = cost_.pass_seconds(ingest) +
+                         static_cast<double>(decode_passes) * cost_.pass_seconds(decode);
+  const Time duration = std::max<Time>(1, from_seconds(seconds));
+  busy_ = true;
+  step_start_ = now;
+  events_.push(now + duration, EventKind::kStepDone);
+}
+
+void Engine::serve_frame(Session& s, Time now) {
+  const Time latency = now - s.next_release;
+  const double latency_s = to_seconds(latency);
+  const bool answered = latency <= silence_after_;
+  const bool on_time = latency <= deadline_;
+  result_.true_latency.add(latency_s);
+  interval_true_.add(latency_s);
+  ++result_.frames_served;
+  ++interval_.frames_served;
+  if (on_time) {
+    ++result_.frames_on_time;
+    ++interval_.frames_on_time;
+  }
+  if (answered) {
+    result_.reported_latency.add(latency_s);
+    interval_answered_.add(latency_s);
+    if (latency > deadline_) ++result_.frames_reported_late;
+  } else {
+    result_.reported_latency.add(to_seconds(silence_after_));
+    ++result_.frames_silent;
+    if (silence_after_ > deadline_) ++result_.frames_reported_late;
+  }
+  result_.tokens_produced += n_out_;
+  interval_.tokens_produced += n_out_;
+}
+
+void Engine::on_step_done(Time now) {
+  busy_ = false;
+  ++result_.engine_steps;
+  result_.busy_s += to_seconds(now - step_start_);
+  for (const Ticket& t : batch_) {
+    Session& s = sessions_[t.id];
+    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
+    s.in_step = false;
+    s.ctx += n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
+    s.recompute = 0;
+    const int64_t keep = kv::resident_blocks(s.ctx, window_, block_size_);
+    pool_.release(s.held - keep);
+    s.held = keep;
+    result_.max_resident_blocks_per_session = std::max(result_.max_resident_blocks_per_session, keep);
+    serve_frame(s, now);
+    ++s.next_frame;
+    if (s.next_frame < s.frames_total) {
+      s.next_release = release_time(s, s.next_frame);
+      enqueue(t.id);
+    }
+  }
+  if (observer_) observer_->on_step(step_start_, now, static_cast<int64_t>(batch_.size()), pool_.used());
+  batch_.clear();
+  try_start_step(now);
+}
+
+int64_t Engine::frames_due_by(const Session& s, Time t) const {
+  if (t < s.arrival) return 0;
+  return std::min(s.frames_total, (t - s.arrival) / period_ + 1);
+}
+
+void Engine::sample_until(Time t) {
+  while (next_sample_ <= t && next_sample_ <= horizon_) {
+    const Time at = next_sample_;
+    int64_t due = departed_due_;
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+      if (sessions_[i].state != Session::State::kGone) due += frames_due_by(sessions_[i], at);
+    }
+    if (observer_) {
+      Sample& x = interval_;
+      x.t_s = to_seconds(at);
+      x.pool_used_blocks = pool_.used();
+      x.pool_fraction = pool_.occupancy();
+      x.live_sessions = live_;
+      x.stalled_sessions = stalled_;
+      x.frames_due = std::max<int64_t>(0, due - due_at_last_sample_);
+      const int64_t answered = interval_answered_.count();
+      const int64_t padded = std::max<int64_t>(0, x.frames_due - answered);
+      LatencyHistogram reported = interval_answered_;
+      if (padded > 0) reported.add(to_seconds(silence_after_), padded);
+      x.reported_p50_s = reported.percentile(0.50);
+      x.reported_p99_s = reported.percentile(0.99);
+      x.true_p50_s = interval_true_.percentile(0.50);
+      x.true_p99_s = interval_true_.percentile(0.99);
+      const double due_d = static_cast<double>(std::max<int64_t>(1, x.frames_due));
+      x.reported_miss_rate = silence_after_ > deadline_ ? static_cast<double>(padded) / due_d : 0.0;
+      x.silent_fraction = x.frames_due > 0 ? std::clamp(1.0 - static_cast<double>(answered) / due_d, 0.0, 1.0) : 0.0;
+      x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
+      observer_->on_sample(x);
+    }
+    due_at_last_sample_ = due;
+    interval_ = Sample{};
+    interval_answered_.clear();
+    interval_true_.clear();
+    next_sample_ += sample_period_;
+  }
+}
+
+void Engine::finish() {
+  sample_until(horizon_);
+  for (size_t i = 0; i < sessions_.size(); ++i) {
+    const Session& s = sessions_[i];
+    if (s.state == Session::State::kGone) continue;
+    count_unserved(s, frames_due_by(s, horizon_));
+  }
+  result_.end_s = to_seconds(horizon_);
+  result_.peak_pool_blocks = pool_.peak();
+  result_.final_pool_blocks = pool_.used();
+  result_.blocks_allocated = pool_.allocated_total();
+  result_.blocks_released = pool_.released_total();
+}
+
+RunResult simulate(const Scenario& s, RunObserver* observer) {
+  auto cost = make_cost_model(s);
+  Engine engine(s, *cost, observer);
+  return engine.run();
+}
+
+}  // namespace metronome

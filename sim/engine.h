@@ -1,0 +1,107 @@
+// One serving engine running real-time sessions over a paged KV block pool: the discrete-event core.
+//
+// Events are arrivals, departures and engine steps, never tokens. Each step serves, in release order,
+// every session whose next frame is ready (up to max_sessions_per_step): it reserves the frame's
+// blocks, runs one continuous batch whose duration the cost model gives, then frees the blocks that
+// fell out of the window. A frame that cannot get blocks follows the exhaustion policy: `stall`
+// (it waits; the engine produces nothing for it) or `preempt_recompute` (vLLM V1: the newest session
+// is evicted and later recomputes its history). The serving layer pads any frame without output by
+// silence_after_s with silence, so the reported latency stays bounded while users hear nothing.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "sim/block_pool.h"
+#include "sim/cost/cost_model.h"
+#include "sim/event_queue.h"
+#include "sim/pool_sizing.h"
+#include "sim/rng.h"
+#include "sim/run_observer.h"
+#include "sim/run_result.h"
+#include "sim/scenario.h"
+#include "sim/session.h"
+#include "sim/workload/arrivals.h"
+#include "sim/workload/durations.h"
+
+namespace metronome {
+
+class Engine {
+ public:
+  // `observer` may be null; it must outlive run().
+  Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
+  RunResult run();
+
+  const PoolSizing& pool_sizing() const { return sizing_; }
+
+ private:
+  struct Ticket {  // a reference to a session slot that survives the slot's reuse
+    int64_t id;
+    uint64_t incarnation;
+  };
+  struct Admission {  // an entry of the admission order; stale once the session is re-admitted
+    int64_t id;
+    int64_t order;
+  };
+
+  void on_arrival(Time now);
+  void on_departure(Time now, int64_t id);
+  void on_step_done(Time now);
+  void try_start_step(Time now);
+  bool reserve(int64_t id, Time now);
+  bool preempt_newer_than(int64_t id, int64_t need, Time now);
+  void preempt(int64_t id, Time now);
+  void enqueue(int64_t id);
+  Time release_time(const Session& s, int64_t frame);
+  void serve_frame(Session& s, Time now);
+  void count_unserved(const Session& s, int64_t due);
+  int64_t frames_due_by(const Session& s, Time t) const;
+  void sample_until(Time t);
+  void finish();
+
+  const Scenario& scenario_;
+  const CostModel& cost_;
+  RunObserver* observer_;
+  PoolSizing sizing_;
+  BlockPool pool_;
+  kv::Window window_;
+
+  // Scenario constants in engine units.
+  Time period_, deadline_, silence_after_, horizon_, jitter_, sample_period_;
+  int64_t block_size_, n_in_, n_out_, n_kv_, prompt_, max_batch_;
+  bool preempt_policy_;
+
+  Rng arrival_rng_, duration_rng_, jitter_rng_;
+  std::unique_ptr<ArrivalProcess> arrivals_;
+  std::unique_ptr<DurationDistribution> durations_;
+
+  EventQueue events_;
+  std::vector<Session> sessions_;
+  std::vector<uint64_t> incarnation_;
+  std::vector<int64_t> free_slots_;
+  std::deque<Ticket> ready_;          // sessions by next_release, oldest first
+  std::vector<Admission> admit_stack_;   // admission order, for preempting the newest
+  std::vector<Ticket> batch_;         // sessions in the running step
+  std::vector<Ticket> kept_;          // scratch: ready sessions the step could not take
+  bool busy_ = false;
+  Time step_start_ = 0;
+  Time wake_at_ = kNever;
+  int64_t live_ = 0;
+  int64_t stalled_ = 0;
+  int64_t next_admit_order_ = 0;
+
+  RunResult result_;
+  // Time-series state for the interval that ends at next_sample_.
+  Time next_sample_;
+  int64_t departed_due_ = 0;
+  int64_t due_at_last_sample_ = 0;
+  Sample interval_;
+  LatencyHistogram interval_answered_;  // reported latency of frames answered in time
+  LatencyHistogram interval_true_;
+};
+
+// Convenience: size the pool, build the cost model the scenario names, run one seed.
+RunResult simulate(const Scenario& s, RunObserver* observer = nullptr);
+
+}  // namespace metronome

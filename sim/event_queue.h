@@ -1,0 +1,54 @@
+// The simulator's one priority queue of events.
+//
+// Order of events at the same instant (written once, pinned by tests/sim/event_queue_test.cpp):
+//   1. Departure   a caller who hangs up frees blocks before anything at that instant allocates;
+//   2. StepDone    a finished step frees window blocks and releases its sessions' next frames;
+//   3. Arrival     a new caller is admitted and its first frame becomes ready;
+//   4. EngineWake  the idle engine looks for ready frames last, so it sees all of the above.
+// Events of the same kind and time run in the order they were scheduled (sequence number).
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "sim/time.h"
+
+namespace metronome {
+
+enum class EventKind : uint8_t { kDeparture = 0, kStepDone = 1, kArrival = 2, kEngineWake = 3 };
+
+struct Event {
+  Time time;
+  EventKind kind;
+  uint64_t seq;
+  int64_t target;  // session id for departures; unused otherwise
+
+  // Min-heap order: earlier time, then kind, then scheduling order.
+  friend bool operator>(const Event& a, const Event& b) {
+    if (a.time != b.time) return a.time > b.time;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    return a.seq > b.seq;
+  }
+};
+
+class EventQueue {
+ public:
+  void push(Time time, EventKind kind, int64_t target = 0) {
+    heap_.push(Event{time, kind, next_seq_++, target});
+  }
+  bool empty() const { return heap_.empty(); }
+  const Event& top() const { return heap_.top(); }
+  Event pop() {
+    Event e = heap_.top();
+    heap_.pop();
+    return e;
+  }
+  size_t size() const { return heap_.size(); }
+
+ private:
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace metronome

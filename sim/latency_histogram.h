@@ -1,0 +1,81 @@
+// Latency percentiles in bounded memory, whatever the horizon. Bins are log-spaced: each power of two
+// is split into 2^kSubBits bins (about 1.1% wide at kSubBits = 6), read straight from the bits of a
+// double, so adding a sample costs no logarithm. Frames that never got output before the end of the
+// run are counted as censored: a percentile that falls among them is +infinity, not a made-up number.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace metronome {
+
+class LatencyHistogram {
+ public:
+  static constexpr int kSubBits = 6;
+  static constexpr int kMinExp = -30;  // 2^-30 s ~ 1 ns: anything smaller lands in bin 0
+  static constexpr int kMaxExp = 34;   // 2^34 s ~ 544 years: the longest horizon fits
+  static constexpr int kBins = (kMaxExp - kMinExp) << kSubBits;
+
+  void add(double seconds, int64_t n = 1) {
+    bins_[bin_of(seconds)] += n;
+    count_ += n;
+    sum_ += seconds * static_cast<double>(n);
+  }
+  void add_censored(int64_t n) { censored_ += n; }
+  void merge(const LatencyHistogram& o) {
+    for (int i = 0; i < kBins; ++i) bins_[i] += o.bins_[i];
+    count_ += o.count_;
+    censored_ += o.censored_;
+    sum_ += o.sum_;
+  }
+  void clear() { *this = LatencyHistogram(); }
+
+  int64_t count() const { return count_; }
+  int64_t censored() const { return censored_; }
+  int64_t total() const { return count_ + censored_; }
+  double mean_observed() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
+
+  // p in [0, 1]. Returns the geometric centre of the bin holding the p-quantile of all frames (observed
+  // and censored); +inf when it lies among the censored; 0 when there are no frames at all.
+  double percentile(double p) const {
+    const int64_t n = total();
+    if (n == 0) return 0.0;
+    int64_t rank = static_cast<int64_t>(std::ceil(p * static_cast<double>(n)));
+    if (rank < 1) rank = 1;
+    if (rank > count_) return std::numeric_limits<double>::infinity();
+    int64_t seen = 0;
+    for (int i = 0; i < kBins; ++i) {
+      seen += bins_[i];
+      if (seen >= rank) return centre_of(i);
+    }
+    return centre_of(kBins - 1);
+  }
+
+  static int bin_of(double seconds) {
+    if (!(seconds >= std::ldexp(1.0, kMinExp))) return 0;
+    if (seconds >= std::ldexp(1.0, kMaxExp)) return kBins - 1;
+    uint64_t bits;
+    std::memcpy(&bits, &seconds, sizeof bits);
+    const int exp = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
+    const int sub = static_cast<int>((bits >> (52 - kSubBits)) & ((1 << kSubBits) - 1));
+    return ((exp - kMinExp) << kSubBits) + sub;
+  }
+  static double centre_of(int bin) {
+    const int exp = (bin >> kSubBits) + kMinExp;
+    const double sub = bin & ((1 << kSubBits) - 1);
+    const double lo = std::ldexp(1.0 + sub / (1 << kSubBits), exp);
+    const double hi = std::ldexp(1.0 + (sub + 1) / (1 << kSubBits), exp);
+    return std::sqrt(lo * hi);
+  }
+
+ private:
+  std::array<int64_t, kBins> bins_{};
+  int64_t count_ = 0;
+  int64_t censored_ = 0;
+  double sum_ = 0;
+};
+
+}  // namespace metronome

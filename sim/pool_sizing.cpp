@@ -1,0 +1,44 @@
+#include "sim/pool_sizing.h"
+
+#include <cmath>
+#include <string>
+
+#include "sim/config_error.h"
+
+namespace metronome {
+
+PoolSizing size_pool(const Scenario& s) {
+  PoolSizing p;
+  p.kv_bytes_per_token = s.model.kv_bytes_per_token();
+  p.block_bytes = p.kv_bytes_per_token * s.engine.block_size;
+  p.usable_bytes = s.engine.gpu_memory_utilization * s.gpu.memory_bytes - s.model.weight_bytes -
+                   s.engine.activation_reserve_bytes;
+  if (s.engine.num_blocks) {
+    p.num_blocks = *s.engine.num_blocks;
+    p.overridden = true;
+  } else {
+    if (p.usable_bytes < static_cast<double>(p.block_bytes)) {
+      throw ConfigError(s.source + ": engine: the KV pool holds no block: " +
+                        std::to_string(s.engine.gpu_memory_utilization) + " x " +
+                        std::to_string(s.gpu.memory_bytes) + " B of GPU memory - " +
+                        std::to_string(s.model.weight_bytes) + " B of weights - " +
+                        std::to_string(s.engine.activation_reserve_bytes) +
+                        " B of activations leaves " + std::to_string(p.usable_bytes) +
+                        " B, less than one block of " + std::to_string(p.block_bytes) + " B");
+    }
+    p.num_blocks = static_cast<int64_t>(std::floor(p.usable_bytes / static_cast<double>(p.block_bytes)));
+  }
+  // One session must at least fit its first step (prompt, first frame, sinks), else nothing can run.
+  const auto& w = s.workload;
+  const int64_t first = kv::step_blocks(0, w.prompt_tokens + w.kv_tokens(), s.kv_policy.window(),
+                                        s.engine.block_size);
+  if (p.num_blocks < first) {
+    throw ConfigError(s.source + ": engine: the pool of " + std::to_string(p.num_blocks) +
+                      " blocks cannot hold one session's first frame (" + std::to_string(first) +
+                      " blocks of " + std::to_string(s.engine.block_size) +
+                      " tokens: prompt_tokens + kv_tokens_per_frame)");
+  }
+  return p;
+}
+
+}  // namespace metronome

@@ -1,0 +1,153 @@
+#include "sim/report.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace metronome {
+namespace {
+
+using nlohmann::json;
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+// JSON has no infinity: a percentile among censored frames is null, with the censored count beside it.
+json finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::optional<double> relative_error(const std::optional<double>& simulated,
+                                     const std::optional<double>& predicted) {
+  if (!simulated || !predicted || *predicted <= 0) return std::nullopt;
+  return (*simulated - *predicted) / *predicted;
+}
+
+json latency_json(const LatencyHistogram& h) {
+  return {{"p50_s", finite(h.percentile(0.50))},
+          {"p95_s", finite(h.percentile(0.95))},
+          {"p99_s", finite(h.percentile(0.99))},
+          {"observed_frames", h.count()},
+          {"censored_frames", h.censored()}};
+}
+
+std::string secs(const std::optional<double>& v) {
+  return v ? fmt::format("{:.2f} s", *v) : std::string("never (within the horizon)");
+}
+std::string ms(double v) { return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored"; }
+double frac(int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
+std::string pct(double f) { return fmt::format("{:.1f}%", 100.0 * f); }
+
+}  // namespace
+
+std::string version_string() { return METRONOME_VERSION; }
+
+json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
+  return {{"num_blocks", p.pool.num_blocks},
+          {"num_blocks_overridden", p.pool.overridden},
+          {"block_size_tokens", s.engine.block_size},
+          {"block_bytes", p.pool.block_bytes},
+          {"kv_bytes_per_token", p.pool.kv_bytes_per_token},
+          {"usable_kv_bytes", p.pool.usable_bytes},
+          {"pool_tokens", p.pool.num_blocks * s.engine.block_size},
+          {"tokens_per_s_per_session", p.tokens_per_s_per_session},
+          {"r_per_s", p.r_per_s},
+          {"rho0", p.rho0},
+          {"sessions", p.sessions},
+          {"peak_concurrent_sessions", p.peak_concurrent_sessions},
+          {"t_sat_continuous_s", opt(p.t_sat_continuous_s)},
+          {"t_sat_blocks_s", opt(p.t_sat_blocks_s)},
+          {"max_blocks_per_session", opt(p.max_blocks_per_session)},
+          {"memory_cap_sessions", opt(p.memory_cap_sessions)}};
+}
+
+json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
+              const std::string& cost_label) {
+  const double deadline = s.workload.deadline();
+  json result = {
+      {"crashed", r.crashed},
+      {"first_stall_s", opt(r.first_stall_s)},
+      {"first_preempt_s", opt(r.first_preempt_s)},
+      {"t_sat_error_vs_blocks", opt(relative_error(r.first_stall_s, p.t_sat_blocks_s))},
+      {"t_sat_error_vs_continuous", opt(relative_error(r.first_stall_s, p.t_sat_continuous_s))},
+      {"sessions_arrived", r.sessions_arrived},
+      {"sessions_departed", r.sessions_departed},
+      {"peak_live_sessions", r.peak_live_sessions},
+      {"preemptions", r.preemptions},
+      {"frames_due", r.frames_due},
+      {"frames_served", r.frames_served},
+      {"frames_on_time", r.frames_on_time},
+      {"frames_silent", r.frames_silent},
+      {"silent_frame_fraction", frac(r.frames_silent, r.frames_due)},
+      {"deadline_miss_rate_reported", frac(r.frames_reported_late, r.frames_due)},
+      {"deadline_miss_rate_true", frac(r.frames_due - r.frames_on_time, r.frames_due)},
+      {"tokens_produced", r.tokens_produced},
+      {"latency_reported", latency_json(r.reported_latency)},
+      {"latency_true", latency_json(r.true_latency)},
+      {"engine_steps", r.engine_steps},
+      {"engine_busy_fraction", r.end_s > 0 ? r.busy_s / r.end_s : 0.0},
+      {"pool_peak_blocks", r.peak_pool_blocks},
+      {"pool_peak_fraction", frac(r.peak_pool_blocks, p.pool.num_blocks)},
+      {"pool_final_blocks", r.final_pool_blocks},
+      {"blocks_allocated", r.blocks_allocated},
+      {"blocks_released", r.blocks_released},
+      {"max_resident_blocks_per_session", r.max_resident_blocks_per_session}};
+  return {{"metronome_version", version_string()},
+          {"cost_model", cost_label},
+          {"deadline_s", deadline},
+          {"scenario", to_json(s)},
+          {"prediction", prediction_json(s, p)},
+          {"result", result}};
+}
+
+std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
+  std::ostringstream o;
+  o << fmt::format("scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
+                   s.kv_policy.type == "windowed"
+                       ? fmt::format("windowed W={} S={}", s.kv_policy.window_tokens, s.kv_policy.sink_tokens)
+                       : std::string("unbounded"));
+  o << fmt::format("pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
+                   p.pool.num_blocks, s.engine.block_size, p.pool.num_blocks * s.engine.block_size,
+                   static_cast<double>(p.pool.block_bytes) / (1 << 20),
+                   fmt::format("{:.1f} KiB per token", static_cast<double>(p.pool.kv_bytes_per_token) / 1024),
+                   p.pool.overridden ? " [num_blocks override]" : "");
+  o << fmt::format("load       {} sessions (peak {} at once), {:.2f} tokens/s each, r = {:.3e} of the pool per s\n",
+                   p.sessions, p.peak_concurrent_sessions, p.tokens_per_s_per_session, p.r_per_s);
+  if (s.kv_policy.type == "unbounded") {
+    o << fmt::format("t_sat      {} (first-order, summed ages); {} (whole blocks)\n",
+                     secs(p.t_sat_continuous_s), secs(p.t_sat_blocks_s));
+  } else {
+    o << fmt::format("bound      at most {} blocks per session: memory cap {} sessions\n",
+                     *p.max_blocks_per_session, *p.memory_cap_sessions);
+    o << fmt::format("t_sat      {} (whole blocks)\n", secs(p.t_sat_blocks_s));
+  }
+  return o.str();
+}
+
+std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
+                     const std::string& cost_label) {
+  std::ostringstream o;
+  o << prediction_text(s, p);
+  o << fmt::format("cost model {}\n", cost_label);
+  o << fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
+                   r.crashed ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
+                             : std::string("no stall"));
+  if (r.first_stall_s) {
+    auto err = [&](const std::optional<double>& pred) {
+      return pred ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred) : std::string("n/a");
+    };
+    o << fmt::format("           saturation vs first-order: {} (whole blocks), {} (continuous)\n",
+                     err(p.t_sat_blocks_s), err(p.t_sat_continuous_s));
+  }
+  o << fmt::format("frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true\n",
+                   r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
+                   pct(frac(r.frames_reported_late, r.frames_due)),
+                   pct(frac(r.frames_due - r.frames_on_time, r.frames_due)));
+  o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
+                   ms(r.reported_latency.percentile(0.5)), ms(r.reported_latency.percentile(0.99)),
+                   ms(r.true_latency.percentile(0.5)), ms(r.true_latency.percentile(0.99)));
+  o << fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
+                   r.peak_pool_blocks, p.pool.num_blocks, pct(frac(r.peak_pool_blocks, p.pool.num_blocks)),
+                   r.tokens_produced, r.engine_steps);
+  return o.str();
+}
+
+}  // namespace metronome

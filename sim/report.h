@@ -1,0 +1,24 @@
+// Turns a run (or a prediction) into the JSON a script reads and the short text a person reads.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/first_order.h"
+#include "sim/run_result.h"
+#include "sim/scenario.h"
+
+namespace metronome {
+
+std::string version_string();
+
+nlohmann::json prediction_json(const Scenario& s, const FirstOrderPrediction& p);
+nlohmann::json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
+                        const std::string& cost_label);
+
+std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p);
+std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
+                     const std::string& cost_label);
+
+}  // namespace metronome

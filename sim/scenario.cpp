@@ -1,0 +1,334 @@
+#include "sim/scenario.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/catalog.h"
+#include "sim/config_error.h"
+#include "sim/json_section.h"
+#include "sim/time.h"
+
+namespace metronome {
+namespace {
+
+constexpr int64_t kMaxCount = 1'000'000'000'000LL;  // any count larger is a typo, not a workload
+constexpr double kMaxBytes = 1e18;
+
+std::string base_dir_of(const std::string& path) {
+  if (path.empty()) return "";
+  return std::filesystem::path(path).parent_path().string();
+}
+
+// Replaces a model or GPU given by name with its description, remembering the name.
+void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view kind,
+                       const std::string& base_dir, const std::string& source) {
+  auto it = j.find(std::string(key));
+  if (it == j.end() || !it->is_string()) return;
+  const std::string name = it->get<std::string>();
+  nlohmann::json entry = find_catalog_entry(kind, name, base_dir, source);
+  if (!entry.is_object()) {
+    throw ConfigError(source + ": " + std::string(key) + " \"" + name + "\": expected an object");
+  }
+  if (!entry.contains("name")) entry["name"] = name;
+  *it = std::move(entry);
+}
+
+ModelConfig parse_model(JsonSection m) {
+  ModelConfig c;
+  c.name = m.string("name", "custom");
+  m.string("comment", "");
+  m.string("source", "");
+  c.layers = m.integer("layers", std::nullopt, 1, 100000);
+  c.hidden_size = m.integer("hidden_size", std::nullopt, 1, 10'000'000);
+  c.attention_heads = m.integer("attention_heads", std::nullopt, 1, 100000);
+  c.kv_heads = m.integer("kv_heads", std::nullopt, 1, 100000);
+  c.head_dim = m.integer("head_dim", std::nullopt, 1, 100000);
+  c.ffn_size = m.integer("ffn_size", 0, 0, 100'000'000);
+  c.vocab_size = m.integer("vocab_size", 0, 0, 100'000'000);
+  c.kv_bytes_per_element = m.integer("kv_bytes_per_element", 2, 1, 8);
+  c.weight_bytes = m.in_range("weight_bytes", std::nullopt, 0, kMaxBytes);
+  c.weight_bytes_per_param = m.in_range("weight_bytes_per_param", 2.0, 0.125, 8);
+  c.experts = m.integer("experts", 0, 0, 100000);
+  c.experts_active = m.integer("experts_active", 0, 0, 100000);
+  c.expert_ffn_size = m.integer("expert_ffn_size", 0, 0, 100'000'000);
+  m.finish();
+  if (c.attention_heads % c.kv_heads != 0) {
+    m.fail("attention_heads", "a multiple of kv_heads (grouped-query attention)");
+  }
+  if (c.experts > 0 && (c.experts_active < 1 || c.experts_active > c.experts)) {
+    m.fail("experts_active", "between 1 and experts for an MoE model");
+  }
+  if (c.experts > 0 && c.expert_ffn_size < 1) m.fail("expert_ffn_size", "> 0 for an MoE model");
+  if (c.experts == 0 && c.experts_active != 0) m.fail("experts_active", "0 when experts is 0");
+  return c;
+}
+
+GpuConfig parse_gpu(JsonSection g) {
+  GpuConfig c;
+  c.name = g.string("name", "custom");
+  g.string("comment", "");
+  g.string("source", "");
+  c.memory_bytes = g.in_range("memory_bytes", std::nullopt, 1, kMaxBytes);
+  c.memory_bandwidth_bytes_per_s = g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
+  c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
+  g.finish();
+  return c;
+}
+
+EngineConfig parse_engine(JsonSection e) {
+  EngineConfig c;
+  c.block_size = e.integer("block_size", c.block_size, 1, 1 << 20);
+  c.gpu_memory_utilization = e.number("gpu_memory_utilization", c.gpu_memory_utilization);
+  if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
+    e.fail("gpu_memory_utilization", "a fraction in (0, 1]");
+  }
+  c.activation_reserve_bytes = e.in_range("activation_reserve_bytes", c.activation_reserve_bytes, 0, kMaxBytes);
+  c.max_sessions_per_step = e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
+  c.num_blocks = e.optional_integer("num_blocks", 1, kMaxCount);
+  c.exhaustion = e.one_of("exhaustion", c.exhaustion, {"stall", "preempt_recompute"});
+  c.silence_after_s = e.optional_positive("silence_after_s");
+  if (c.silence_after_s && *c.silence_after_s > kMaxSeconds) e.fail("silence_after_s", "at most 1e9 s");
+  e.finish();
+  return c;
+}
+
+KvPolicyConfig parse_kv_policy(JsonSection k) {
+  KvPolicyConfig c;
+  c.type = k.one_of("type", c.type, {"unbounded", "windowed"});
+  if (c.type == "windowed") {
+    c.window_tokens = k.integer("window_tokens", std::nullopt, 0, kMaxCount);
+    c.sink_tokens = k.integer("sink_tokens", 0, 0, kMaxCount);
+  }
+  k.finish();
+  return c;
+}
+
+ArrivalConfig parse_arrival(JsonSection a) {
+  ArrivalConfig c;
+  c.type = a.one_of("type", std::nullopt, {"all_at_once", "fixed_interval", "poisson"});
+  c.start_s = a.in_range("start_s", 0.0, 0, kMaxSeconds);
+  if (c.type == "all_at_once" || c.type == "fixed_interval") {
+    c.sessions = a.integer("sessions", std::nullopt, 0, 100'000'000);
+  }
+  if (c.type == "fixed_interval") c.interval_s = a.in_range("interval_s", std::nullopt, 1e-9, kMaxSeconds);
+  if (c.type == "poisson") {
+    c.rate_per_s = a.in_range("rate_per_s", std::nullopt, 0, 1e9);
+    c.max_sessions = a.integer("max_sessions", 0, 0, 100'000'000);
+  }
+  a.finish();
+  return c;
+}
+
+DurationConfig parse_duration(JsonSection d) {
+  DurationConfig c;
+  c.type = d.one_of("type", std::nullopt, {"fixed", "exponential", "lognormal"});
+  if (c.type == "fixed") c.seconds = d.in_range("seconds", std::nullopt, 1e-9, kMaxSeconds);
+  if (c.type == "exponential") c.mean_s = d.in_range("mean_s", std::nullopt, 1e-9, kMaxSeconds);
+  if (c.type == "lognormal") {
+    c.median_s = d.in_range("median_s", std::nullopt, 1e-9, kMaxSeconds);
+    c.sigma = d.in_range("sigma", std::nullopt, 0, 10);
+  }
+  d.finish();
+  return c;
+}
+
+WorkloadConfig parse_workload(JsonSection w) {
+  WorkloadConfig c;
+  c.arrival = parse_arrival(w.section("arrival", true));
+  c.duration = parse_duration(w.section("duration", true));
+  c.frame_period_s = w.in_range("frame_period_s", c.frame_period_s, 1e-9, kMaxSeconds);
+  if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
+  c.deadline_s = w.optional_positive("deadline_s");
+  if (c.deadline_s && *c.deadline_s > kMaxSeconds) w.fail("deadline_s", "at most 1e9 s");
+  c.input_tokens_per_frame = w.integer("input_tokens_per_frame", c.input_tokens_per_frame, 0, 1'000'000);
+  c.output_tokens_per_frame = w.integer("output_tokens_per_frame", c.output_tokens_per_frame, 0, 1'000'000);
+  c.kv_tokens_per_frame = w.optional_integer("kv_tokens_per_frame", 0, 2'000'000);
+  c.prompt_tokens = w.integer("prompt_tokens", c.prompt_tokens, 0, 100'000'000);
+  c.frame_jitter_s = w.non_negative("frame_jitter_s", c.frame_jitter_s);
+  if (c.frame_jitter_s >= c.frame_period_s) {
+    w.fail("frame_jitter_s", "less than frame_period_s (frames stay in order)");
+  }
+  w.finish();
+  return c;
+}
+
+CostModelConfig parse_cost_model(JsonSection m) {
+  CostModelConfig c;
+  c.type = m.one_of("type", c.type, {"roofline", "calibrated"});
+  c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
+  if (c.type == "calibrated") c.file = m.string("file", std::nullopt);
+  m.finish();
+  return c;
+}
+
+}  // namespace
+
+nlohmann::json read_scenario_json(const std::string& path) {
+  nlohmann::json j;
+  std::string source;
+  if (path.empty()) {
+    auto text = embedded_scenario_file("default.json");
+    if (!text) throw ConfigError("no built-in default scenario (scenarios/default.json)");
+    source = "(built-in) scenarios/default.json";
+    j = nlohmann::json::parse(*text);
+  } else {
+    std::ifstream in(path);
+    if (!in) throw ConfigError(path + ": cannot open the scenario file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      j = nlohmann::json::parse(ss.str());
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError(path + ": not valid JSON: " + e.what());
+    }
+    source = path;
+  }
+  if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");
+  resolve_reference(j, "model", "models", base_dir_of(path), source);
+  resolve_reference(j, "gpu", "gpus", base_dir_of(path), source);
+  return j;
+}
+
+void apply_set(nlohmann::json& j, const std::string& assignment, const std::string& base_dir) {
+  const std::string where = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError(where + ": expected key=value, e.g. workload.frame_period_s=0.08");
+  }
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    value = text;  // a bare word such as windowed
+  }
+  nlohmann::json* node = &j;
+  std::string walked;
+  size_t pos = 0;
+  while (true) {
+    const auto dot = key.find('.', pos);
+    const std::string part = key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    if (part.empty()) throw ConfigError(where + ": empty component in key \"" + key + "\"");
+    if (!node->is_object()) {
+      throw ConfigError(where + ": \"" + walked + "\" is not an object, so it has no field \"" +
+                        part + "\"");
+    }
+    walked += (walked.empty() ? "" : ".") + part;
+    if (dot == std::string::npos) {
+      (*node)[part] = value;
+      break;
+    }
+    if (!node->contains(part)) (*node)[part] = nlohmann::json::object();
+    node = &(*node)[part];
+    pos = dot + 1;
+  }
+  // Setting model=<name> or gpu=<name> swaps in that description.
+  resolve_reference(j, "model", "models", base_dir, where);
+  resolve_reference(j, "gpu", "gpus", base_dir, where);
+}
+
+Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
+  JsonSection top(j, source, "");
+  Scenario s;
+  s.source = source;
+  s.name = top.string("name", "unnamed");
+  s.comment = top.string("comment", "");
+  s.model = parse_model(top.section("model", true));
+  s.gpu = parse_gpu(top.section("gpu", true));
+  s.engine = parse_engine(top.section("engine"));
+  s.kv_policy = parse_kv_policy(top.section("kv_policy"));
+  s.workload = parse_workload(top.section("workload", true));
+  s.cost_model = parse_cost_model(top.section("cost_model"));
+  s.horizon_s = top.in_range("horizon_s", std::nullopt, 1e-9, kMaxSeconds);
+  s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
+  JsonSection out = top.section("output");
+  s.output.sample_period_s = out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
+  out.finish();
+  top.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
+  nlohmann::json j = read_scenario_json(path);
+  for (const auto& a : sets) apply_set(j, a, base_dir_of(path));
+  std::string source = path.empty() ? "(built-in) scenarios/default.json" : path;
+  if (!sets.empty()) source += " (with --set overrides)";
+  return parse_scenario(j, source);
+}
+
+nlohmann::json to_json(const Scenario& s) {
+  using nlohmann::json;
+  const auto& m = s.model;
+  json model = {{"name", m.name},
+                {"layers", m.layers},
+                {"hidden_size", m.hidden_size},
+                {"attention_heads", m.attention_heads},
+                {"kv_heads", m.kv_heads},
+                {"head_dim", m.head_dim},
+                {"ffn_size", m.ffn_size},
+                {"vocab_size", m.vocab_size},
+                {"kv_bytes_per_element", m.kv_bytes_per_element},
+                {"weight_bytes", m.weight_bytes},
+                {"weight_bytes_per_param", m.weight_bytes_per_param},
+                {"experts", m.experts},
+                {"experts_active", m.experts_active},
+                {"expert_ffn_size", m.expert_ffn_size}};
+  json gpu = {{"name", s.gpu.name},
+              {"memory_bytes", s.gpu.memory_bytes},
+              {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},
+              {"bf16_flops", s.gpu.bf16_flops}};
+  const auto& e = s.engine;
+  json engine = {{"block_size", e.block_size},
+                 {"gpu_memory_utilization", e.gpu_memory_utilization},
+                 {"activation_reserve_bytes", e.activation_reserve_bytes},
+                 {"max_sessions_per_step", e.max_sessions_per_step},
+                 {"exhaustion", e.exhaustion},
+                 {"silence_after_s", e.silence_after_s.value_or(s.workload.deadline())}};
+  if (e.num_blocks) engine["num_blocks"] = *e.num_blocks;
+  json kv = {{"type", s.kv_policy.type}};
+  if (s.kv_policy.type == "windowed") {
+    kv["window_tokens"] = s.kv_policy.window_tokens;
+    kv["sink_tokens"] = s.kv_policy.sink_tokens;
+  }
+  const auto& w = s.workload;
+  json arrival = {{"type", w.arrival.type}, {"start_s", w.arrival.start_s}};
+  if (w.arrival.type != "poisson") arrival["sessions"] = w.arrival.sessions;
+  if (w.arrival.type == "fixed_interval") arrival["interval_s"] = w.arrival.interval_s;
+  if (w.arrival.type == "poisson") {
+    arrival["rate_per_s"] = w.arrival.rate_per_s;
+    arrival["max_sessions"] = w.arrival.max_sessions;
+  }
+  json duration = {{"type", w.duration.type}};
+  if (w.duration.type == "fixed") duration["seconds"] = w.duration.seconds;
+  if (w.duration.type == "exponential") duration["mean_s"] = w.duration.mean_s;
+  if (w.duration.type == "lognormal") {
+    duration["median_s"] = w.duration.median_s;
+    duration["sigma"] = w.duration.sigma;
+  }
+  json workload = {{"arrival", arrival},
+                   {"duration", duration},
+                   {"frame_period_s", w.frame_period_s},
+                   {"deadline_s", w.deadline()},
+                   {"input_tokens_per_frame", w.input_tokens_per_frame},
+                   {"output_tokens_per_frame", w.output_tokens_per_frame},
+                   {"kv_tokens_per_frame", w.kv_tokens()},
+                   {"prompt_tokens", w.prompt_tokens},
+                   {"frame_jitter_s", w.frame_jitter_s}};
+  json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
+  if (s.cost_model.type == "calibrated") cost["file"] = s.cost_model.file;
+  return {{"name", s.name},
+          {"comment", s.comment},
+          {"model", model},
+          {"gpu", gpu},
+          {"engine", engine},
+          {"kv_policy", kv},
+          {"workload", workload},
+          {"cost_model", cost},
+          {"horizon_s", s.horizon_s},
+          {"seed", s.seed},
+          {"output", {{"sample_period_s", s.output.sample_period_s}}}};
+}
+
+}  // namespace metronome

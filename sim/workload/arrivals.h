@@ -1,0 +1,22 @@
+// Arrival processes: when callers arrive. Chosen by workload.arrival.type.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "sim/rng.h"
+#include "sim/scenario.h"
+#include "sim/time.h"
+
+namespace metronome {
+
+class ArrivalProcess {
+ public:
+  virtual ~ArrivalProcess() = default;
+  // The next arrival time (non-decreasing), or nullopt when no caller is left.
+  virtual std::optional<Time> next(Rng& rng) = 0;
+};
+
+std::unique_ptr<ArrivalProcess> make_arrival_process(const ArrivalConfig& c);
+
+}  // namespace metronome
