@@ -120,6 +120,7 @@ void Engine::on_departure(Time now, int64_t id) {
   s.state = Session::State::kGone;
   count_unserved(s, s.frames_total);
   departed_due_ += s.frames_total;
+  late_or_lost_ += std::max<int64_t>(0, s.frames_total - s.next_frame);
   --live_;
   ++result_.sessions_departed;
   free_slots_.push_back(id);
@@ -314,6 +315,7 @@ void Engine::serve_frame(Session& s, Time now) {
   } else {
     result_.reported_latency.add(to_seconds(silence_after_));
     ++result_.frames_silent;
+    ++late_or_lost_;
     if (silence_after_ > deadline_) ++result_.frames_reported_late;
   }
   result_.tokens_produced += n_out_;
@@ -351,12 +353,20 @@ int64_t Engine::frames_due_by(const Session& s, Time t) const {
   return std::min(s.frames_total, (t - s.arrival) / period_ + 1);
 }
 
+// Interval accounting is by deadline, so that a frame released just before a sample boundary and
+// served just after it is not miscounted: a frame is due in the interval holding its deadline
+// (release + silence_after_s), and silent in the interval where its deadline passed unanswered.
 void Engine::sample_until(Time t) {
   while (next_sample_ <= t && next_sample_ <= horizon_) {
     const Time at = next_sample_;
+    const Time released_by = at - silence_after_;
     int64_t due = departed_due_;
-    for (size_t i = 0; i < sessions_.size(); ++i) {
-      if (sessions_[i].state != Session::State::kGone) due += frames_due_by(sessions_[i], at);
+    int64_t silent = late_or_lost_;
+    for (const Session& s : sessions_) {
+      if (s.state == Session::State::kGone) continue;
+      const int64_t d = frames_due_by(s, released_by);
+      due += d;
+      silent += std::max<int64_t>(0, d - s.next_frame);
     }
     if (observer_) {
       Sample& x = interval_;
@@ -366,8 +376,7 @@ void Engine::sample_until(Time t) {
       x.live_sessions = live_;
       x.stalled_sessions = stalled_;
       x.frames_due = std::max<int64_t>(0, due - due_at_last_sample_);
-      const int64_t answered = interval_answered_.count();
-      const int64_t padded = std::max<int64_t>(0, x.frames_due - answered);
+      const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_sample_);
       LatencyHistogram reported = interval_answered_;
       if (padded > 0) reported.add(to_seconds(silence_after_), padded);
       x.reported_p50_s = reported.percentile(0.50);
@@ -375,12 +384,13 @@ void Engine::sample_until(Time t) {
       x.true_p50_s = interval_true_.percentile(0.50);
       x.true_p99_s = interval_true_.percentile(0.99);
       const double due_d = static_cast<double>(std::max<int64_t>(1, x.frames_due));
-      x.reported_miss_rate = silence_after_ > deadline_ ? static_cast<double>(padded) / due_d : 0.0;
-      x.silent_fraction = x.frames_due > 0 ? std::clamp(1.0 - static_cast<double>(answered) / due_d, 0.0, 1.0) : 0.0;
+      x.reported_miss_rate = silence_after_ > deadline_ ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
+      x.silent_fraction = x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
       x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
       observer_->on_sample(x);
     }
     due_at_last_sample_ = due;
+    silent_at_last_sample_ = silent;
     interval_ = Sample{};
     interval_answered_.clear();
     interval_true_.clear();

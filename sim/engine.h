@@ -29,7 +29,7 @@ namespace metronome {
 
 class Engine {
  public:
-  // `observer` may be null; it must outlive run().
+  // `cost` and `observer` (which may be null) must outlive the engine.
   Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
   RunResult run();
 
@@ -96,6 +96,8 @@ class Engine {
   Time next_sample_;
   int64_t departed_due_ = 0;
   int64_t due_at_last_sample_ = 0;
+  int64_t late_or_lost_ = 0;  // frames served after silence_after_s, or never (departed callers)
+  int64_t silent_at_last_sample_ = 0;
   Sample interval_;
   LatencyHistogram interval_answered_;  // reported latency of frames answered in time
   LatencyHistogram interval_true_;

@@ -96,10 +96,10 @@ EngineConfig parse_engine(JsonSection e) {
 KvPolicyConfig parse_kv_policy(JsonSection k) {
   KvPolicyConfig c;
   c.type = k.one_of("type", c.type, {"unbounded", "windowed"});
-  if (c.type == "windowed") {
-    c.window_tokens = k.integer("window_tokens", std::nullopt, 0, kMaxCount);
-    c.sink_tokens = k.integer("sink_tokens", 0, 0, kMaxCount);
-  }
+  // Window fields are accepted under either type, so --set kv_policy.type=... flips a scenario.
+  const bool windowed = c.type == "windowed";
+  c.window_tokens = k.integer("window_tokens", windowed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
+  c.sink_tokens = k.integer("sink_tokens", 0, 0, kMaxCount);
   k.finish();
   return c;
 }

@@ -1,0 +1,201 @@
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/first_order.h"
+#include "sim/report.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace metronome {
+namespace {
+
+using testing::moshi;
+
+double rel(double a, double b) { return std::fabs(a - b) / b; }
+
+// Checks per-sample invariants while the run goes.
+class InvariantObserver : public RunObserver {
+ public:
+  InvariantObserver(int64_t capacity, int64_t per_session_bound)
+      : capacity_(capacity), bound_(per_session_bound) {}
+  void on_sample(const Sample& x) override {
+    ++samples;
+    EXPECT_GE(x.pool_used_blocks, 0);
+    EXPECT_LE(x.pool_used_blocks, capacity_);
+    if (bound_ > 0) EXPECT_LE(x.pool_used_blocks, x.live_sessions * bound_);
+    EXPECT_GE(x.silent_fraction, 0.0);
+    EXPECT_LE(x.silent_fraction, 1.0);
+    EXPECT_LE(x.stalled_sessions, x.live_sessions);
+  }
+  void on_step(Time start, Time end, int64_t batch, int64_t used) override {
+    EXPECT_LT(start, end);
+    EXPECT_GE(start, last_end_);  // one step at a time
+    last_end_ = end;
+    EXPECT_GT(batch, 0);
+    EXPECT_LE(used, capacity_);
+  }
+  int samples = 0;
+
+ private:
+  int64_t capacity_, bound_;
+  Time last_end_ = 0;
+};
+
+void expect_accounting_holds(const RunResult& r, int64_t capacity) {
+  EXPECT_EQ(r.blocks_allocated - r.blocks_released, r.final_pool_blocks);
+  EXPECT_LE(r.peak_pool_blocks, capacity);
+  EXPECT_LE(r.frames_served, r.frames_due);
+  EXPECT_LE(r.frames_on_time, r.frames_served);
+  EXPECT_EQ(r.true_latency.total(), r.frames_due);
+  EXPECT_EQ(r.reported_latency.total(), r.frames_due);
+  EXPECT_EQ(r.true_latency.censored(), r.frames_due - r.frames_served);
+}
+
+}  // namespace
+
+TEST(Engine, UnboundedAllAtOnceSaturatesAtFirstOrderTime) {
+  struct Case {
+    int64_t n;
+    int64_t block;
+    int64_t kv_per_frame;
+    int64_t prompt;
+  };
+  for (const Case c : {Case{300, 16, 1, 0}, Case{100, 16, 1, 0}, Case{64, 1, 1, 0}, Case{200, 7, 3, 50},
+                       Case{40, 32, 2, 0}}) {
+    const Scenario s = moshi(c.n, "unbounded",
+                             {"engine.block_size=" + std::to_string(c.block),
+                              "workload.kv_tokens_per_frame=" + std::to_string(c.kv_per_frame),
+                              "workload.prompt_tokens=" + std::to_string(c.prompt), "horizon_s=900",
+                              "workload.duration={\"type\":\"fixed\",\"seconds\":900}"});
+    const auto p = predict_first_order(s);
+    const RunResult r = simulate(s);
+    SCOPED_TRACE("N=" + std::to_string(c.n) + " block=" + std::to_string(c.block));
+    ASSERT_TRUE(r.crashed);
+    ASSERT_TRUE(p.t_sat_blocks_s && p.t_sat_continuous_s);
+    EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_blocks_s), 0.01);
+    // The continuous form ignores block rounding: within one block per session of the whole-block one.
+    const double per_session_tokens = *p.t_sat_continuous_s * p.tokens_per_s_per_session;
+    EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_continuous_s),
+              0.01 + static_cast<double>(c.block + c.kv_per_frame) / per_session_tokens);
+    // Closed form check of the continuous prediction: (1 - rho0) / (N r).
+    EXPECT_NEAR(*p.t_sat_continuous_s, (1 - p.rho0) / (static_cast<double>(c.n) * p.r_per_s), 1e-6);
+    expect_accounting_holds(r, p.pool.num_blocks);
+  }
+}
+
+TEST(Engine, WindowedAtTheSameLoadNeverStallsAndStaysBounded) {
+  for (int64_t n : {100, 300}) {
+    const Scenario s = moshi(n, "windowed");
+    const auto p = predict_first_order(s);
+    InvariantObserver obs(p.pool.num_blocks, *p.max_blocks_per_session);
+    const auto cost = make_cost_model(s);
+    Engine e(s, *cost, &obs);
+    const RunResult r = e.run();
+    EXPECT_FALSE(r.crashed);
+    EXPECT_FALSE(r.first_stall_s.has_value());
+    EXPECT_LE(r.max_resident_blocks_per_session, *p.max_blocks_per_session);
+    EXPECT_LE(r.peak_pool_blocks, n * *p.max_blocks_per_session);
+    EXPECT_EQ(r.frames_silent, r.frames_due - r.frames_served);  // only the frames still in flight
+    EXPECT_LE(r.frames_due - r.frames_served, n);
+    EXPECT_GT(obs.samples, 200);
+    expect_accounting_holds(r, p.pool.num_blocks);
+    // The same load unbounded does stall.
+    EXPECT_TRUE(simulate(moshi(n, "unbounded")).crashed);
+  }
+}
+
+TEST(Engine, StaggeredArrivalsMatchSummedAgePrediction) {
+  for (double interval : {0.5, 2.0}) {
+    const Scenario s = moshi(300, "unbounded",
+                             {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":" +
+                                  std::to_string(interval) + ",\"sessions\":300}",
+                              "horizon_s=900", "workload.duration={\"type\":\"fixed\",\"seconds\":900}"});
+    const auto p = predict_first_order(s);
+    const RunResult r = simulate(s);
+    ASSERT_TRUE(r.crashed);
+    EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_blocks_s), 0.01);
+    EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_continuous_s), 0.02);
+    // Summed ages by hand: N(t) sessions of mean age; solve rate * sum(t - i*interval) = pool tokens.
+    const double pool_tokens = static_cast<double>(p.pool.num_blocks * s.engine.block_size);
+    double t = *p.t_sat_continuous_s, sum = 0;
+    for (int i = 0; i < 300 && i * interval < t; ++i) sum += t - i * interval;
+    EXPECT_NEAR(sum * p.tokens_per_s_per_session / pool_tokens, 1.0, 1e-6);
+  }
+}
+
+TEST(Engine, SilentFailureReportedLatencyLooksHealthy) {
+  const Scenario s = moshi(300, "unbounded");
+  const RunResult r = simulate(s);
+  ASSERT_TRUE(r.crashed);
+  const double silent = static_cast<double>(r.frames_silent) / static_cast<double>(r.frames_due);
+  EXPECT_GT(silent, 0.5);  // users hear silence most of the time
+  EXPECT_EQ(r.frames_reported_late, 0);  // yet the monitor sees no deadline miss
+  EXPECT_LE(r.reported_latency.percentile(0.99), s.workload.deadline() * 1.011);
+  EXPECT_TRUE(std::isinf(r.true_latency.percentile(0.99)));  // true output never came
+}
+
+TEST(Engine, PreemptRecomputeEvictsNewestAndThrashes) {
+  const RunResult u = simulate(moshi(300, "unbounded", {"engine.exhaustion=preempt_recompute"}));
+  EXPECT_TRUE(u.crashed);
+  EXPECT_GT(u.preemptions, 0);
+  const RunResult w = simulate(moshi(300, "windowed", {"engine.exhaustion=preempt_recompute"}));
+  EXPECT_EQ(w.preemptions, 0);
+  EXPECT_FALSE(w.crashed);
+}
+
+TEST(Engine, DeparturesFreeBlocksSoShortCallsSurvive) {
+  // Calls of 20 s never fill the pool that 300 callers fill in about 55 s.
+  const Scenario s = moshi(300, "unbounded",
+                           {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.1,\"sessions\":2000}",
+                            "workload.duration={\"type\":\"fixed\",\"seconds\":20}"});
+  const RunResult r = simulate(s);
+  EXPECT_FALSE(r.crashed);
+  EXPECT_EQ(r.final_pool_blocks, r.blocks_allocated - r.blocks_released);
+  EXPECT_GT(r.sessions_departed, 1000);
+}
+
+TEST(Engine, SameSeedIsByteIdenticalAndSeedsDiffer) {
+  auto run = [](uint64_t seed) {
+    const Scenario s = moshi(0, "unbounded",
+                             {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":3}",
+                              "workload.duration={\"type\":\"lognormal\",\"median_s\":60,\"sigma\":1}",
+                              "workload.frame_jitter_s=0.01", "seed=" + std::to_string(seed)});
+    return run_json(s, predict_first_order(s), simulate(s), "test").dump();
+  };
+  EXPECT_EQ(run(5), run(5));
+  EXPECT_NE(run(5), run(6));
+}
+
+TEST(Engine, RandomScenariosKeepInvariants) {
+  Rng rng(11, "scenarios");
+  for (int i = 0; i < 30; ++i) {
+    const bool windowed = rng.uniform() < 0.5;
+    const int64_t block = 1 + static_cast<int64_t>(rng.uniform() * 20);
+    const std::vector<std::string> sets = {
+        "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":" + std::to_string(0.5 + 10 * rng.uniform()) + "}",
+        "workload.duration={\"type\":\"exponential\",\"mean_s\":" + std::to_string(5 + 60 * rng.uniform()) + "}",
+        "engine.block_size=" + std::to_string(block),
+        "engine.num_blocks=" + std::to_string(200 + static_cast<int64_t>(rng.uniform() * 3000)),
+        "engine.max_sessions_per_step=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 64)),
+        "engine.exhaustion=" + std::string(rng.uniform() < 0.5 ? "stall" : "preempt_recompute"),
+        "workload.kv_tokens_per_frame=" + std::to_string(static_cast<int64_t>(rng.uniform() * 5)),
+        "workload.prompt_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 40)),
+        "workload.frame_jitter_s=" + std::to_string(0.07 * rng.uniform()),
+        "kv_policy.window_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 100)),
+        "kv_policy.sink_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 20)),
+        "horizon_s=60", "seed=" + std::to_string(i)};
+    const Scenario s = moshi(0, windowed ? "windowed" : "unbounded", sets);
+    const auto p = predict_first_order(s);
+    InvariantObserver obs(p.pool.num_blocks, windowed ? *p.max_blocks_per_session : 0);
+    const auto cost = make_cost_model(s);
+    Engine e(s, *cost, &obs);
+    const RunResult r = e.run();
+    SCOPED_TRACE("case " + std::to_string(i));
+    expect_accounting_holds(r, p.pool.num_blocks);
+    if (windowed) EXPECT_LE(r.max_resident_blocks_per_session, *p.max_blocks_per_session);
+  }
+}
+
+}  // namespace metronome

@@ -1,0 +1,67 @@
+// The block accounting the simulator takes from kernels/kv_window.h, checked against a brute-force
+// count of the blocks that hold at least one visible key.
+#include "kernels/kv_window.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace metronome::kv {
+namespace {
+
+int64_t brute_force_blocks(int64_t ctx, int64_t n, Window w, int64_t bs) {
+  // Blocks holding a key that some query of the step (positions ctx .. ctx+n-1), or the next query
+  // after it, can see; plus the blocks the step writes.
+  std::set<int64_t> blocks;
+  for (int64_t k = 0; k < ctx + n; ++k) {
+    const bool needed = k >= ctx || key_visible(ctx, k, w);
+    if (needed) blocks.insert(k / bs);
+  }
+  return static_cast<int64_t>(blocks.size());
+}
+
+}  // namespace
+
+TEST(KvWindow, VisibilityRule) {
+  const Window w{4, 2};
+  EXPECT_TRUE(key_visible(10, 0, w));   // sink
+  EXPECT_TRUE(key_visible(10, 1, w));   // sink
+  EXPECT_FALSE(key_visible(10, 2, w));  // between sinks and window
+  EXPECT_FALSE(key_visible(10, 5, w));
+  EXPECT_TRUE(key_visible(10, 6, w));   // 10 - 6 = 4 = W
+  EXPECT_TRUE(key_visible(10, 10, w));  // itself
+  EXPECT_FALSE(key_visible(10, 11, w)); // causal
+  EXPECT_TRUE(key_visible(1000, 3, Window{}));
+  EXPECT_EQ(visible_keys(10, w), 2 + 5);
+  EXPECT_EQ(visible_keys(3, w), 4);
+  EXPECT_EQ(visible_keys(10, Window{}), 11);
+}
+
+TEST(KvWindow, BlockCountsMatchBruteForce) {
+  for (int64_t bs : {1, 3, 16}) {
+    for (Window w : {Window{}, Window{0, 0}, Window{5, 0}, Window{7, 3}, Window{20, 17}, Window{2, 40}}) {
+      for (int64_t ctx = 0; ctx < 90; ++ctx) {
+        for (int64_t n : {1, 4, 19}) {
+          ASSERT_EQ(step_blocks(ctx, n, w, bs), brute_force_blocks(ctx, n, w, bs))
+              << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx << " n=" << n;
+        }
+        ASSERT_EQ(resident_blocks(ctx + 1, w, bs) <= step_blocks(ctx, 1, w, bs), true);
+      }
+    }
+  }
+}
+
+TEST(KvWindow, WindowedResidencyIsBounded) {
+  const int64_t bs = 16;
+  const Window w{480, 16};
+  int64_t most = 0;
+  for (int64_t ctx = 0; ctx < 100000; ctx += 7) most = std::max(most, resident_blocks(ctx, w, bs));
+  // Sinks (1 block) + 480 window tokens spanning at most 31 blocks.
+  EXPECT_EQ(most, 1 + 31);
+  EXPECT_EQ(resident_blocks(100000, Window{}, bs), ceil_div(100000, bs));
+  EXPECT_EQ(last_block_len(33, 16), 1);
+  EXPECT_EQ(last_block_len(32, 16), 16);
+  EXPECT_EQ(last_block_len(0, 16), 0);
+}
+
+}  // namespace metronome::kv
