@@ -30,6 +30,25 @@ struct Window {
 
 constexpr METRONOME_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A block size with its division precomputed: a power of two (the usual 16) divides by shifting. The
+// simulator's pool accounting divides several times per frame, millions of frames per run.
+class BlockSize {
+ public:
+  constexpr METRONOME_HD BlockSize(int64_t v) : value_(v), shift_(-1) {  // NOLINT: implicit on purpose
+    for (int s = 0; s < 62; ++s) {
+      if ((int64_t{1} << s) == v) shift_ = s;
+    }
+  }
+  constexpr METRONOME_HD int64_t value() const { return value_; }
+  // floor(a / value) for a >= 0.
+  constexpr METRONOME_HD int64_t div(int64_t a) const { return shift_ >= 0 ? a >> shift_ : a / value_; }
+  constexpr METRONOME_HD int64_t ceil_div(int64_t a) const { return div(a + value_ - 1); }
+
+ private:
+  int64_t value_;
+  int shift_;
+};
+
 // Number of tokens in the last (possibly partial) block of a run of `tokens` tokens; 0 when empty.
 constexpr METRONOME_HD int64_t last_block_len(int64_t tokens, int64_t block_size) {
   return tokens <= 0 ? 0 : tokens - (ceil_div(tokens, block_size) - 1) * block_size;
@@ -54,24 +73,24 @@ constexpr METRONOME_HD int64_t visible_keys(int64_t q, Window w) {
 
 // Blocks covering positions [0, min(S, end)) U [max(0, start), end): the blocks a session must hold.
 constexpr METRONOME_HD int64_t blocks_covering(int64_t start, int64_t end, int64_t sinks,
-                                              int64_t block_size) {
+                                              BlockSize block_size) {
   if (end <= 0) return 0;
   if (start < 0) start = 0;
-  const int64_t sink_blocks = ceil_div(sinks < end ? sinks : end, block_size);
-  const int64_t first = start / block_size;
-  const int64_t last = (end - 1) / block_size;
+  const int64_t sink_blocks = block_size.ceil_div(sinks < end ? sinks : end);
+  const int64_t first = block_size.div(start);
+  const int64_t last = block_size.div(end - 1);
   const int64_t from = first > sink_blocks ? first : sink_blocks;
   return sink_blocks + (last >= from ? last - from + 1 : 0);
 }
 
 // Blocks held between steps by a session that has cached ctx tokens.
-constexpr METRONOME_HD int64_t resident_blocks(int64_t ctx, Window w, int64_t block_size) {
+constexpr METRONOME_HD int64_t resident_blocks(int64_t ctx, Window w, BlockSize block_size) {
   return blocks_covering(window_start(ctx, w), ctx, w.unbounded() ? 0 : w.sinks, block_size);
 }
 
 // Blocks held while a step appends n tokens to a context of ctx: the window of the step's first query
 // plus every new token.
-constexpr METRONOME_HD int64_t step_blocks(int64_t ctx, int64_t n, Window w, int64_t block_size) {
+constexpr METRONOME_HD int64_t step_blocks(int64_t ctx, int64_t n, Window w, BlockSize block_size) {
   return blocks_covering(window_start(ctx, w), ctx + n, w.unbounded() ? 0 : w.sinks, block_size);
 }
 

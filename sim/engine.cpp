@@ -150,9 +150,13 @@ void Engine::enqueue(int64_t id) {
   const Time r = sessions_[id].next_release;
   // Releases arrive nearly in order (one period apart), so the insertion point is almost always the
   // back; equal times keep scheduling order, which makes the run deterministic.
-  auto it = ready_.end();
-  while (it != ready_.begin() && sessions_[std::prev(it)->id].next_release > r) --it;
-  ready_.insert(it, t);
+  if (ready_.empty() || sessions_[ready_.back().id].next_release <= r) {
+    ready_.push_back(t);
+    return;
+  }
+  size_t i = ready_.size();
+  while (i > 0 && sessions_[ready_[i - 1].id].next_release > r) --i;
+  ready_.insert(i, t);
 }
 
 bool Engine::reserve(int64_t id, Time now) {
@@ -248,7 +252,8 @@ void Engine::try_start_step(Time now) {
   if (batch_.empty()) {
     // Nothing runnable now: wake at the next future release. Frames blocked on memory wait for a
     // departure, which calls us.
-    for (const Ticket& t : ready_) {
+    for (size_t i = 0; i < ready_.size(); ++i) {
+      const Ticket t = ready_[i];
       const Session& s = sessions_[t.id];
       if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
       if (s.next_release <= now) continue;
@@ -295,30 +300,23 @@ void Engine::try_start_step(Time now) {
   events_.push(now + duration, EventKind::kStepDone);
 }
 
+// The hot path: one call per served frame. It fills only the interval histograms; sample_until()
+// folds them into the run's totals once per sample.
 void Engine::serve_frame(Session& s, Time now) {
   const Time latency = now - s.next_release;
   const double latency_s = to_seconds(latency);
-  const bool answered = latency <= silence_after_;
-  const bool on_time = latency <= deadline_;
-  result_.true_latency.add(latency_s);
-  interval_true_.add(latency_s);
-  ++result_.frames_served;
+  const int bin = LatencyHistogram::bin_of(latency_s);
+  interval_true_.add_bin(bin, latency_s);
   ++interval_.frames_served;
-  if (on_time) {
-    ++result_.frames_on_time;
-    ++interval_.frames_on_time;
-  }
-  if (answered) {
-    result_.reported_latency.add(latency_s);
-    interval_answered_.add(latency_s);
+  if (latency <= deadline_) ++interval_.frames_on_time;
+  if (latency <= silence_after_) {
+    interval_answered_.add_bin(bin, latency_s);
     if (latency > deadline_) ++result_.frames_reported_late;
   } else {
-    result_.reported_latency.add(to_seconds(silence_after_));
-    ++result_.frames_silent;
     ++late_or_lost_;
+    ++interval_late_;
     if (silence_after_ > deadline_) ++result_.frames_reported_late;
   }
-  result_.tokens_produced += n_out_;
   interval_.tokens_produced += n_out_;
 }
 
@@ -391,15 +389,28 @@ void Engine::sample_until(Time t) {
     }
     due_at_last_sample_ = due;
     silent_at_last_sample_ = silent;
-    interval_ = Sample{};
-    interval_answered_.clear();
-    interval_true_.clear();
+    fold_interval();
     next_sample_ += sample_period_;
   }
 }
 
+void Engine::fold_interval() {
+  result_.true_latency.merge(interval_true_);
+  result_.reported_latency.merge(interval_answered_);
+  if (interval_late_ > 0) result_.reported_latency.add(to_seconds(silence_after_), interval_late_);
+  result_.frames_served += interval_.frames_served;
+  result_.frames_on_time += interval_.frames_on_time;
+  result_.frames_silent += interval_late_;
+  result_.tokens_produced += interval_.tokens_produced;
+  interval_ = Sample{};
+  interval_answered_.clear();
+  interval_true_.clear();
+  interval_late_ = 0;
+}
+
 void Engine::finish() {
   sample_until(horizon_);
+  fold_interval();  // frames served after the last sample
   for (size_t i = 0; i < sessions_.size(); ++i) {
     const Session& s = sessions_[i];
     if (s.state == Session::State::kGone) continue;

@@ -9,7 +9,6 @@
 // silence_after_s with silence, so the reported latency stays bounded while users hear nothing.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/event_queue.h"
 #include "sim/pool_sizing.h"
+#include "sim/ring_queue.h"
 #include "sim/rng.h"
 #include "sim/run_observer.h"
 #include "sim/run_result.h"
@@ -58,6 +58,7 @@ class Engine {
   void count_unserved(const Session& s, int64_t due);
   int64_t frames_due_by(const Session& s, Time t) const;
   void sample_until(Time t);
+  void fold_interval();
   void finish();
 
   const Scenario& scenario_;
@@ -69,7 +70,8 @@ class Engine {
 
   // Scenario constants in engine units.
   Time period_, deadline_, silence_after_, horizon_, jitter_, sample_period_;
-  int64_t block_size_, n_in_, n_out_, n_kv_, prompt_, max_batch_;
+  kv::BlockSize block_size_;
+  int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
 
   Rng arrival_rng_, duration_rng_, jitter_rng_;
@@ -80,7 +82,7 @@ class Engine {
   std::vector<Session> sessions_;
   std::vector<uint64_t> incarnation_;
   std::vector<int64_t> free_slots_;
-  std::deque<Ticket> ready_;          // sessions by next_release, oldest first
+  RingQueue<Ticket> ready_;            // sessions by next_release, oldest first
   std::vector<Admission> admit_stack_;   // admission order, for preempting the newest
   std::vector<Ticket> batch_;         // sessions in the running step
   std::vector<Ticket> kept_;          // scratch: ready sessions the step could not take
@@ -101,6 +103,7 @@ class Engine {
   Sample interval_;
   LatencyHistogram interval_answered_;  // reported latency of frames answered in time
   LatencyHistogram interval_true_;
+  int64_t interval_late_ = 0;  // frames served after silence_after_s in the interval
 };
 
 // Convenience: size the pool, build the cost model the scenario names, run one seed.

@@ -19,19 +19,33 @@ class LatencyHistogram {
   static constexpr int kMaxExp = 34;   // 2^34 s ~ 544 years: the longest horizon fits
   static constexpr int kBins = (kMaxExp - kMinExp) << kSubBits;
 
-  void add(double seconds, int64_t n = 1) {
-    bins_[bin_of(seconds)] += n;
+  void add(double seconds, int64_t n = 1) { add_bin(bin_of(seconds), seconds, n); }
+  void add_bin(int bin, double seconds, int64_t n = 1) {
+    bins_[bin] += n;
     count_ += n;
     sum_ += seconds * static_cast<double>(n);
+    lo_ = bin < lo_ ? bin : lo_;
+    hi_ = bin > hi_ ? bin : hi_;
   }
   void add_censored(int64_t n) { censored_ += n; }
+  // Merging and clearing touch only the bins in use, so per-interval histograms stay cheap.
   void merge(const LatencyHistogram& o) {
-    for (int i = 0; i < kBins; ++i) bins_[i] += o.bins_[i];
+    for (int i = o.lo_; i <= o.hi_; ++i) bins_[i] += o.bins_[i];
     count_ += o.count_;
     censored_ += o.censored_;
     sum_ += o.sum_;
+    if (o.lo_ <= o.hi_) {
+      lo_ = o.lo_ < lo_ ? o.lo_ : lo_;
+      hi_ = o.hi_ > hi_ ? o.hi_ : hi_;
+    }
   }
-  void clear() { *this = LatencyHistogram(); }
+  void clear() {
+    for (int i = lo_; i <= hi_; ++i) bins_[i] = 0;
+    count_ = censored_ = 0;
+    sum_ = 0;
+    lo_ = kBins;
+    hi_ = -1;
+  }
 
   int64_t count() const { return count_; }
   int64_t censored() const { return censored_; }
@@ -47,7 +61,7 @@ class LatencyHistogram {
     if (rank < 1) rank = 1;
     if (rank > count_) return std::numeric_limits<double>::infinity();
     int64_t seen = 0;
-    for (int i = 0; i < kBins; ++i) {
+    for (int i = lo_; i <= hi_; ++i) {
       seen += bins_[i];
       if (seen >= rank) return centre_of(i);
     }
@@ -55,8 +69,10 @@ class LatencyHistogram {
   }
 
   static int bin_of(double seconds) {
-    if (!(seconds >= std::ldexp(1.0, kMinExp))) return 0;
-    if (seconds >= std::ldexp(1.0, kMaxExp)) return kBins - 1;
+    constexpr double kLowest = 1.0 / (1LL << -kMinExp);
+    constexpr double kHighest = static_cast<double>(1LL << kMaxExp);
+    if (!(seconds >= kLowest)) return 0;
+    if (seconds >= kHighest) return kBins - 1;
     uint64_t bits;
     std::memcpy(&bits, &seconds, sizeof bits);
     const int exp = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
@@ -76,6 +92,7 @@ class LatencyHistogram {
   int64_t count_ = 0;
   int64_t censored_ = 0;
   double sum_ = 0;
+  int lo_ = kBins, hi_ = -1;  // range of bins in use
 };
 
 }  // namespace metronome
