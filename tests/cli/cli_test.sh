@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# End-to-end checks of the metronome executable: every bad-input class exits 2 with a message that
+# names the field; good runs produce parseable JSON, CSV and a Perfetto trace.
+#   cli_test.sh <metronome binary> <source dir>
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# expect_error <regex> <args...>: exit status 2 and stderr matching regex, nothing on stdout.
+expect_error() {
+  local want=$1
+  shift
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne 2 ]] || ! grep -Eq "$want" "$tmp/err" || [[ -s "$tmp/out" ]]; then
+    echo "FAIL: metronome $* -> rc=$rc, stderr: $(cat "$tmp/err")"
+    fails=$((fails + 1))
+  fi
+}
+
+printf '{ "model": "moshi", ' >"$tmp/malformed.json"
+expect_error 'malformed.json: not valid JSON' simulate --scenario "$tmp/malformed.json"
+expect_error 'cannot open the scenario file' simulate --scenario "$tmp/nope.json"
+expect_error 'model: unknown model "gpt-17"' simulate --set model=gpt-17
+expect_error 'gpu: unknown gpu "a100"' predict --set gpu=a100
+expect_error 'workload.frame_period_s: expected' simulate --set workload.frame_period_s=-0.08
+expect_error 'workload.frame_period_s: expected' predict --set workload.frame_period_s=0
+expect_error 'kv_policy.window_tokens: expected an integer' simulate --set kv_policy.type=windowed --set kv_policy.window_tokens=-5
+expect_error 'cannot hold one session' simulate --set engine.num_blocks=1 --set workload.prompt_tokens=64
+expect_error 'holds no block' predict --set model.weight_bytes=5e11
+expect_error 'workload.frame_perod_s: unknown field' simulate --set workload.frame_perod_s=0.08
+expect_error 'expected key=value' simulate --set horizon_s
+expect_error 'engine.exhaustion: expected one of' simulate --set engine.exhaustion=crash
+
+# A good run: JSON to stdout, files in --out, a trace.
+"$bin" simulate --set horizon_s=120 --json --out "$tmp/run" --trace "$tmp/trace.json" >"$tmp/run.json" || {
+  echo "FAIL: simulate exited $?"; fails=$((fails + 1)); }
+/usr/bin/python3 - "$tmp" <<'PY' || fails=$((fails + 1))
+import csv, json, math, sys
+tmp = sys.argv[1]
+run = json.load(open(f"{tmp}/run.json"))
+assert run == json.load(open(f"{tmp}/run/summary.json")), "stdout and summary.json differ"
+r, p = run["result"], run["prediction"]
+assert r["crashed"] is True, "default scenario must hit the cliff"
+assert abs(r["first_stall_s"] - p["t_sat_blocks_s"]) / p["t_sat_blocks_s"] < 0.01
+assert run["scenario"]["model"]["name"] == "moshi"
+assert r["frames_served"] <= r["frames_due"] and r["frames_silent"] > 0
+rows = list(csv.DictReader(open(f"{tmp}/run/timeseries.csv")))
+assert len(rows) == 120, len(rows)
+for row in rows:
+    for k, v in row.items():
+        assert v == "" or math.isfinite(float(v)), (k, v)
+    assert int(row["pool_used_blocks"]) <= p["num_blocks"]
+trace = json.load(open(f"{tmp}/trace.json"))
+kinds = {e["ph"] for e in trace["traceEvents"]}
+assert {"X", "C", "i"} <= kinds, kinds
+PY
+
+# Same seed, same bytes.
+a=$("$bin" simulate --set horizon_s=60 --json --seed 3 --set 'workload.arrival={"type":"poisson","rate_per_s":5}')
+b=$("$bin" simulate --set horizon_s=60 --json --seed 3 --set 'workload.arrival={"type":"poisson","rate_per_s":5}')
+[[ "$a" == "$b" ]] || { echo "FAIL: same seed differs"; fails=$((fails + 1)); }
+
+# Help explains options with units and defaults.
+"$bin" simulate --help | grep -q -- "--scenario" || { echo "FAIL: simulate --help"; fails=$((fails + 1)); }
+"$bin" --help | grep -q "predict" || { echo "FAIL: --help lists predict"; fails=$((fails + 1)); }
+
+# Every shipped scenario loads and predicts.
+for f in "$src"/scenarios/default.json "$src"/scenarios/canonical/*.json; do
+  "$bin" predict --scenario "$f" --json >/dev/null || { echo "FAIL: predict $f"; fails=$((fails + 1)); }
+done
+
+if ((fails)); then
+  echo "$fails CLI check(s) failed"
+  exit 1
+fi
+echo "all CLI checks passed"
