@@ -22,7 +22,9 @@ std::string JsonSection::field(std::string_view key) const {
 void JsonSection::fail(std::string_view key, std::string_view expected) const {
   std::string got;
   auto it = j_.find(std::string(key));
-  got = it == j_.end() ? "nothing (the field is missing)" : it->dump();
+  // Replace invalid UTF-8 rather than throw while reporting an error.
+  got = it == j_.end() ? "nothing (the field is missing)"
+                       : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (got.size() > 80) got = got.substr(0, 77) + "...";
   throw ConfigError(source_ + ": " + field(key) + ": expected " + std::string(expected) + ", got " +
                     got);
@@ -131,6 +133,11 @@ std::string JsonSection::string(std::string_view key, std::optional<std::string>
     return *def;
   }
   if (!v->is_string()) fail(key, "a string");
+  try {
+    (void)v->dump();  // strings reach JSON outputs: they must be valid UTF-8
+  } catch (const nlohmann::json::type_error&) {
+    fail(key, "a valid UTF-8 string");
+  }
   return v->get<std::string>();
 }
 
@@ -177,7 +184,10 @@ const nlohmann::json& JsonSection::raw(std::string_view key) {
 void JsonSection::finish() const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     if (!read_.count(it.key())) {
-      throw ConfigError(source_ + ": " + field(it.key()) +
+      std::string key = nlohmann::json(it.key()).dump(-1, ' ', false,
+                                                       nlohmann::json::error_handler_t::replace);
+      key = key.substr(1, key.size() - 2);  // without the quotes dump() adds
+      throw ConfigError(source_ + ": " + field(key) +
                         ": unknown field (check its spelling against docs/scenarios.md)");
     }
   }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this):
+#   1. install what is missing, build everything (CUDA kernels too where nvcc exists), run ctest;
+#   2. the CPU code again under AddressSanitizer + UndefinedBehaviorSanitizer, its tests with no report;
+#   3. a bounded libFuzzer run over the scenario loader and the --set parser.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --tests
+ctest --preset default
+
+echo "== CPU tests under ASan + UBSan" >&2
+cmake --preset asan >/dev/null
+cmake --build --preset asan
+ctest --preset asan
+
+echo "== fuzzing the scenario loader" >&2
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz
+scripts/fuzz.sh --runs "${METRONOME_FUZZ_RUNS:-5000}"

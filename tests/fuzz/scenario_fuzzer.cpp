@@ -1,0 +1,53 @@
+// libFuzzer target over the scenario loader and the --set parser. The input is a scenario JSON text,
+// optionally followed by a line "--" and one --set assignment per line. Any outcome but success or a
+// ConfigError (a crash, a sanitizer report, another exception, a hang) is a finding. Valid scenarios
+// are also sized, predicted and simulated briefly, so hostile numbers reach the engine.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config_error.h"
+#include "sim/engine.h"
+#include "sim/first_order.h"
+#include "sim/scenario.h"
+
+using namespace metronome;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string> sets;
+  if (auto cut = text.find("\n--\n"); cut != std::string::npos) {
+    std::string rest = text.substr(cut + 4);
+    text.resize(cut);
+    size_t start = 0;
+    while (start <= rest.size()) {
+      const size_t end = rest.find('\n', start);
+      std::string line = rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (!line.empty()) sets.push_back(line);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  try {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) j = read_scenario_json("");  // not JSON: fuzz the --set lines on the default
+    if (!j.is_object()) return 0;
+    for (const char* key : {"model", "gpu"}) {
+      if (j.contains(key) && j[key].is_string()) apply_set(j, std::string(key) + "=" + j[key].get<std::string>(), "");
+    }
+    for (const auto& s : sets) apply_set(j, s, "");
+    Scenario s = parse_scenario(j, "fuzz");
+    // Keep each execution short: the engine's cost grows with sessions x horizon / period.
+    if (s.horizon_s > 5) s.horizon_s = 5;
+    if (s.workload.frame_period_s < 0.01) s.workload.frame_period_s = 0.01;
+    if (s.output.sample_period_s < 0.5) s.output.sample_period_s = 0.5;
+    if (s.workload.arrival.sessions > 200) s.workload.arrival.sessions = 200;
+    if (s.workload.arrival.rate_per_s > 50) s.workload.arrival.rate_per_s = 50;
+    if (s.workload.frame_jitter_s >= s.workload.frame_period_s) s.workload.frame_jitter_s = 0;
+    predict_first_order(s);
+    simulate(s);
+  } catch (const ConfigError&) {
+  }
+  return 0;
+}
