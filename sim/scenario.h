@@ -92,7 +92,7 @@ struct AdmissionConfig {
   // aimd
   double increase = 2;            // sessions added per interval with headroom
   double decrease_factor = 0.9;   // cap multiplier on congestion
-  double low_fraction = 0.7;      // headroom below low_fraction x deadline
+  double low_fraction = 0.8;      // headroom below low_fraction x deadline
   double high_fraction = 0.9;     // congestion above high_fraction x deadline
   // gradient
   double tolerance = 1.5;    // how much short-term latency may exceed long-term before shrinking
