@@ -38,6 +38,10 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
       durations_(make_duration_distribution(s.workload.duration)),
       next_sample_(sample_period_) {
   if (period_ < 1) period_ = 1;
+  admission_ = make_admission_controller(s.admission, s.workload.deadline());
+  control_on_ = admission_->adaptive();
+  control_true_ = s.admission.signal == "true";
+  control_period_ = std::max<Time>(1, from_seconds(s.admission.interval_s));
   if (sample_period_ < 1) sample_period_ = next_sample_ = 1;
 }
 
@@ -45,12 +49,14 @@ RunResult Engine::run() {
   if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
     events_.push(*t, EventKind::kArrival);
   }
+  if (control_on_ && control_period_ <= horizon_) events_.push(control_period_, EventKind::kControl);
   while (!events_.empty() && events_.top().time <= horizon_) {
     const Event e = events_.pop();
     sample_until(e.time);
     switch (e.kind) {
       case EventKind::kDeparture: on_departure(e.time, e.target); break;
       case EventKind::kStepDone: on_step_done(e.time); break;
+      case EventKind::kControl: on_control(e.time); break;
       case EventKind::kArrival: on_arrival(e.time); break;
       case EventKind::kEngineWake:
         if (e.time == wake_at_) {
@@ -76,7 +82,14 @@ void Engine::on_arrival(Time now) {
   if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
     events_.push(*t, EventKind::kArrival);
   }
+  // The duration is drawn even for a rejected caller, so the controller never shifts the streams.
   const double duration_s = durations_->sample(duration_rng_);
+  ++result_.sessions_arrived;
+  if (live_ >= admission_->cap()) {
+    ++result_.sessions_rejected;
+    ++interval_rejected_;
+    return;
+  }
 
   int64_t id;
   if (!free_slots_.empty()) {
@@ -106,7 +119,6 @@ void Engine::on_arrival(Time now) {
   s.next_release = release_time(s, 0);
   admit_stack_.push_back({id, s.admit_order});
   ++live_;
-  ++result_.sessions_arrived;
   result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
   enqueue(id);
   try_start_step(now);
@@ -179,7 +191,11 @@ bool Engine::reserve(int64_t id, Time now) {
     return true;
   }
   result_.crashed = true;
-  if (!result_.first_stall_s) result_.first_stall_s = to_seconds(now);
+  if (!result_.first_stall_s) {
+    result_.first_stall_s = to_seconds(now);
+    result_.admission.cap_at_first_stall = admission_->cap();
+    result_.admission.live_at_first_stall = live_;
+  }
   if (preempt_policy_) {
     if (s.held > 0) preempt(id, now);  // it is the newest that holds blocks: vLLM evicts it
   } else if (!s.stalled) {
@@ -220,7 +236,11 @@ void Engine::preempt(int64_t id, Time now) {
   ++result_.preemptions;
   result_.crashed = true;
   if (!result_.first_preempt_s) result_.first_preempt_s = to_seconds(now);
-  if (!result_.first_stall_s) result_.first_stall_s = to_seconds(now);
+  if (!result_.first_stall_s) {
+    result_.first_stall_s = to_seconds(now);
+    result_.admission.cap_at_first_stall = admission_->cap();
+    result_.admission.live_at_first_stall = live_;
+  }
   if (observer_) observer_->on_preempt(now, id, freed);
 }
 
@@ -311,6 +331,7 @@ void Engine::serve_frame(Session& s, Time now) {
   if (latency <= deadline_) ++interval_.frames_on_time;
   if (latency <= silence_after_) {
     interval_answered_.add_bin(bin, latency_s);
+    if (control_on_) control_hist_.add_bin(bin, latency_s);
     if (latency > deadline_) ++result_.frames_reported_late;
   } else {
     ++late_or_lost_;
@@ -357,15 +378,8 @@ int64_t Engine::frames_due_by(const Session& s, Time t) const {
 void Engine::sample_until(Time t) {
   while (next_sample_ <= t && next_sample_ <= horizon_) {
     const Time at = next_sample_;
-    const Time released_by = at - silence_after_;
-    int64_t due = departed_due_;
-    int64_t silent = late_or_lost_;
-    for (const Session& s : sessions_) {
-      if (s.state == Session::State::kGone) continue;
-      const int64_t d = frames_due_by(s, released_by);
-      due += d;
-      silent += std::max<int64_t>(0, d - s.next_frame);
-    }
+    int64_t due = 0;
+    const int64_t silent = silent_by(at - silence_after_, &due);
     if (observer_) {
       Sample& x = interval_;
       x.t_s = to_seconds(at);
@@ -385,6 +399,9 @@ void Engine::sample_until(Time t) {
       x.reported_miss_rate = silence_after_ > deadline_ ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
       x.silent_fraction = x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
       x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
+      const int64_t cap = admission_->cap();
+      x.admission_cap = cap == kNoCap ? -1 : cap;
+      x.sessions_rejected = interval_rejected_;
       observer_->on_sample(x);
     }
     due_at_last_sample_ = due;
@@ -406,6 +423,84 @@ void Engine::fold_interval() {
   interval_answered_.clear();
   interval_true_.clear();
   interval_late_ = 0;
+  interval_rejected_ = 0;
+}
+
+// Frames whose silence deadline (release + silence_after_s) passed by `released_by + silence_after_s`
+// without output in time, since the start; `due` gets the frames due by then. O(sessions).
+int64_t Engine::silent_by(Time released_by, int64_t* due) const {
+  int64_t d_total = departed_due_;
+  int64_t silent = late_or_lost_;
+  for (const Session& s : sessions_) {
+    if (s.state == Session::State::kGone) continue;
+    const int64_t d = frames_due_by(s, released_by);
+    d_total += d;
+    silent += std::max<int64_t>(0, d - s.next_frame);
+  }
+  if (due) *due = d_total;
+  return silent;
+}
+
+// One control interval ends: the signal is the configured quantile over the frames answered within
+// silence_after_s in the interval, plus the frames padded with silence in it (their silence
+// deadline passed unanswered): at silence_after_s in the reported view, censored (+inf) in the true.
+void Engine::on_control(Time now) {
+  const int64_t silent = silent_by(now - silence_after_, nullptr);
+  const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_control_);
+  silent_at_last_control_ = silent;
+  if (padded > 0) {
+    if (control_true_) {
+      control_hist_.add_censored(padded);
+    } else {
+      control_hist_.add(to_seconds(silence_after_), padded);
+    }
+  }
+  ControlSignal sig;
+  sig.now = now;
+  sig.frames = control_hist_.total();
+  sig.latency_s = control_hist_.percentile(scenario_.admission.quantile);
+  sig.live = live_;
+  const int64_t before = admission_->cap();
+  admission_->on_interval(sig);
+  const int64_t after = admission_->cap();
+  auto& a = result_.admission;
+  ++a.control_intervals;
+  if (after > before) ++a.increases;
+  if (after < before) {
+    ++a.decreases;
+    if (!a.first_decrease_s) a.first_decrease_s = to_seconds(now);
+  }
+  cap_trace_.emplace_back(now, after);
+  control_hist_.clear();
+  if (now + control_period_ <= horizon_) events_.push(now + control_period_, EventKind::kControl);
+}
+
+void Engine::summarise_admission() {
+  auto& a = result_.admission;
+  const int64_t cap = admission_->cap();
+  a.capped = cap != kNoCap;
+  a.adaptive = control_on_;
+  if (!a.capped) return;
+  a.initial_cap = control_on_ ? scenario_.admission.initial_cap : cap;
+  a.final_cap = cap;
+  a.max_cap = a.initial_cap;
+  std::vector<int64_t> last_half;
+  for (const auto& [t, c] : cap_trace_) {
+    a.max_cap = std::max(a.max_cap, c);
+    if (2 * t >= horizon_) last_half.push_back(c);
+  }
+  if (last_half.empty()) last_half.push_back(cap);
+  std::sort(last_half.begin(), last_half.end());
+  auto q = [&](double p) {
+    size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(last_half.size())));
+    rank = std::clamp<size_t>(rank, 1, last_half.size());
+    return static_cast<double>(last_half[rank - 1]);
+  };
+  a.n_star = q(0.5);
+  a.cap_p5 = q(0.05);
+  a.cap_p25 = q(0.25);
+  a.cap_p75 = q(0.75);
+  a.cap_p95 = q(0.95);
 }
 
 void Engine::finish() {
@@ -421,6 +516,7 @@ void Engine::finish() {
   result_.final_pool_blocks = pool_.used();
   result_.blocks_allocated = pool_.allocated_total();
   result_.blocks_released = pool_.released_total();
+  summarise_admission();
 }
 
 RunResult simulate(const Scenario& s, RunObserver* observer) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/admission/admission_controller.h"
 #include "sim/block_pool.h"
 #include "sim/cost/cost_model.h"
 #include "sim/event_queue.h"
@@ -48,6 +49,9 @@ class Engine {
   void on_arrival(Time now);
   void on_departure(Time now, int64_t id);
   void on_step_done(Time now);
+  void on_control(Time now);
+  int64_t silent_by(Time released_by, int64_t* due) const;
+  void summarise_admission();
   void try_start_step(Time now);
   bool reserve(int64_t id, Time now);
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
@@ -92,6 +96,17 @@ class Engine {
   int64_t live_ = 0;
   int64_t stalled_ = 0;
   int64_t next_admit_order_ = 0;
+
+  // Admission control: a cap on live sessions, and for adaptive controllers a control loop fed by a
+  // per-interval latency histogram filled in serve_frame() (no event per frame).
+  std::unique_ptr<AdmissionController> admission_;
+  bool control_on_ = false;
+  bool control_true_ = false;  // signal: true latency (padded frames censored) vs reported
+  Time control_period_ = 0;
+  LatencyHistogram control_hist_;  // frames answered within silence_after_s in the control interval
+  int64_t silent_at_last_control_ = 0;
+  int64_t interval_rejected_ = 0;
+  std::vector<std::pair<Time, int64_t>> cap_trace_;  // (control instant, cap after it)
 
   RunResult result_;
   // Time-series state for the interval that ends at next_sample_.

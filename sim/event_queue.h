@@ -3,8 +3,10 @@
 // Order of events at the same instant (written once, pinned by tests/sim/event_queue_test.cpp):
 //   1. Departure   a caller who hangs up frees blocks before anything at that instant allocates;
 //   2. StepDone    a finished step frees window blocks and releases its sessions' next frames;
-//   3. Arrival     a new caller is admitted and its first frame becomes ready;
-//   4. EngineWake  the idle engine looks for ready frames last, so it sees all of the above.
+//   3. Control     the admission controller closes its interval after every frame served at that
+//                  instant, and sets the cap before callers arriving at that instant are admitted;
+//   4. Arrival     a new caller is admitted (or rejected at the cap) and its first frame is ready;
+//   5. EngineWake  the idle engine looks for ready frames last, so it sees all of the above.
 // Events of the same kind and time run in the order they were scheduled (sequence number).
 #pragma once
 
@@ -16,7 +18,13 @@
 
 namespace metronome {
 
-enum class EventKind : uint8_t { kDeparture = 0, kStepDone = 1, kArrival = 2, kEngineWake = 3 };
+enum class EventKind : uint8_t {
+  kDeparture = 0,
+  kStepDone = 1,
+  kControl = 2,
+  kArrival = 3,
+  kEngineWake = 4
+};
 
 struct Event {
   Time time;

@@ -29,6 +29,26 @@ json latency_json(const LatencyHistogram& h) {
           {"censored_frames", h.censored()}};
 }
 
+json admission_json(const AdmissionSummary& a) {
+  if (!a.capped) return {{"capped", false}};
+  return {{"capped", true},
+          {"adaptive", a.adaptive},
+          {"n_star", opt(a.n_star)},
+          {"cap_p5", opt(a.cap_p5)},
+          {"cap_p25", opt(a.cap_p25)},
+          {"cap_p75", opt(a.cap_p75)},
+          {"cap_p95", opt(a.cap_p95)},
+          {"initial_cap", a.initial_cap},
+          {"final_cap", a.final_cap},
+          {"max_cap", a.max_cap},
+          {"increases", a.increases},
+          {"decreases", a.decreases},
+          {"control_intervals", a.control_intervals},
+          {"first_decrease_s", opt(a.first_decrease_s)},
+          {"cap_at_first_stall", opt(a.cap_at_first_stall)},
+          {"live_at_first_stall", opt(a.live_at_first_stall)}};
+}
+
 std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.2f} s", *v) : std::string("never (within the horizon)");
 }
@@ -70,6 +90,7 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
       {"t_sat_error_vs_continuous", opt(relative_error(r.first_stall_s, p.t_sat_continuous_s))},
       {"sessions_arrived", r.sessions_arrived},
       {"sessions_departed", r.sessions_departed},
+      {"sessions_rejected", r.sessions_rejected},
       {"peak_live_sessions", r.peak_live_sessions},
       {"preemptions", r.preemptions},
       {"frames_due", r.frames_due},
@@ -89,7 +110,8 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
       {"pool_final_blocks", r.final_pool_blocks},
       {"blocks_allocated", r.blocks_allocated},
       {"blocks_released", r.blocks_released},
-      {"max_resident_blocks_per_session", r.max_resident_blocks_per_session}};
+      {"max_resident_blocks_per_session", r.max_resident_blocks_per_session},
+      {"admission", admission_json(r.admission)}};
   return {{"metronome_version", version_string()},
           {"cost_model", cost_label},
           {"deadline_s", deadline},
@@ -144,6 +166,13 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
   o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
                    ms(r.reported_latency.percentile(0.5)), ms(r.reported_latency.percentile(0.99)),
                    ms(r.true_latency.percentile(0.5)), ms(r.true_latency.percentile(0.99)));
+  if (r.admission.capped) {
+    const auto& a = r.admission;
+    o << fmt::format("admission  {}: N* = {} (median cap over the last half; p5 {} p95 {}), {} of {} "
+                     "callers rejected, {} increases, {} decreases\n",
+                     s.admission.type, *a.n_star, *a.cap_p5, *a.cap_p95, r.sessions_rejected,
+                     r.sessions_arrived, a.increases, a.decreases);
+  }
   o << fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
                    r.peak_pool_blocks, p.pool.num_blocks, pct(frac(r.peak_pool_blocks, p.pool.num_blocks)),
                    r.tokens_produced, r.engine_steps);

@@ -25,6 +25,8 @@ struct Sample {
   double reported_miss_rate = 0;                  // reported latency over the deadline
   double silent_fraction = 0;                     // due frames without on-time output
   double tokens_per_frame = 0;                    // tokens produced per due frame
+  int64_t admission_cap = -1;     // the admission cap at the sample instant; -1: no cap
+  int64_t sessions_rejected = 0;  // callers turned away at the cap in the interval
 };
 
 class RunObserver {

@@ -10,6 +10,20 @@
 
 namespace metronome {
 
+// The admission controller's trace, summarised. N* (the converged cap) is the median of the cap over
+// the last half of the horizon, read at each control instant; its spread is the 5th/25th/75th/95th
+// percentiles of the same values (nearest rank).
+struct AdmissionSummary {
+  bool capped = false;   // a controller other than "none"
+  bool adaptive = false; // the cap moved online (aimd, gradient)
+  std::optional<double> n_star, cap_p5, cap_p25, cap_p75, cap_p95;
+  int64_t initial_cap = 0, final_cap = 0, max_cap = 0;
+  int64_t increases = 0, decreases = 0, control_intervals = 0;
+  std::optional<double> first_decrease_s;
+  std::optional<int64_t> cap_at_first_stall;   // cap when the pool first refused an allocation
+  std::optional<int64_t> live_at_first_stall;  // sessions admitted then
+};
+
 struct RunResult {
   // Outcome
   bool crashed = false;                    // a frame could not get blocks (stall or preemption)
@@ -18,6 +32,7 @@ struct RunResult {
   // Sessions
   int64_t sessions_arrived = 0;
   int64_t sessions_departed = 0;
+  int64_t sessions_rejected = 0;  // turned away at the admission cap (counted in sessions_arrived)
   int64_t preemptions = 0;
   int64_t peak_live_sessions = 0;
   // Frames
@@ -38,6 +53,7 @@ struct RunResult {
   int64_t blocks_released = 0;
   int64_t max_resident_blocks_per_session = 0;  // largest any session held between steps
   double end_s = 0;
+  AdmissionSummary admission;
 };
 
 }  // namespace metronome

@@ -162,6 +162,38 @@ CostModelConfig parse_cost_model(JsonSection m) {
   return c;
 }
 
+AdmissionConfig parse_admission(JsonSection a) {
+  AdmissionConfig c;
+  c.type = a.one_of("type", c.type, {"none", "static", "aimd", "gradient"});
+  const bool fixed = c.type == "static";
+  c.cap = a.integer("cap", fixed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
+  c.interval_s = a.in_range("interval_s", c.interval_s, 1e-6, kMaxSeconds);
+  c.signal = a.one_of("signal", c.signal, {"reported", "true"});
+  c.quantile = a.in_range("quantile", c.quantile, 0, 1);
+  c.initial_cap = a.integer("initial_cap", c.initial_cap, 0, kMaxCount);
+  c.floor = a.integer("floor", c.floor, 0, kMaxCount);
+  c.max_cap = a.integer("max_cap", c.max_cap, 1, kMaxCount);
+  c.increase = a.in_range("increase", c.increase, 0, 1e9);
+  c.decrease_factor = a.in_range("decrease_factor", c.decrease_factor, 0, 1);
+  c.low_fraction = a.in_range("low_fraction", c.low_fraction, 0, 1e3);
+  c.high_fraction = a.in_range("high_fraction", c.high_fraction, 0, 1e3);
+  c.tolerance = a.in_range("tolerance", c.tolerance, 1, 100);
+  c.smoothing = a.in_range("smoothing", c.smoothing, 0, 1);
+  c.long_window = a.in_range("long_window", c.long_window, 1, 1e9);
+  a.finish();
+  if (c.type == "aimd" || c.type == "gradient") {
+    if (c.floor > c.max_cap) a.fail("floor", "at most max_cap");
+    if (c.initial_cap < c.floor || c.initial_cap > c.max_cap) {
+      a.fail("initial_cap", "between floor and max_cap");
+    }
+  }
+  if (c.type == "aimd") {
+    if (!(c.decrease_factor > 0 && c.decrease_factor < 1)) a.fail("decrease_factor", "a factor in (0, 1)");
+    if (!(c.low_fraction < c.high_fraction)) a.fail("low_fraction", "less than high_fraction");
+  }
+  return c;
+}
+
 }  // namespace
 
 nlohmann::json read_scenario_json(const std::string& path) {
@@ -243,6 +275,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.cost_model = parse_cost_model(top.section("cost_model"));
   s.horizon_s = top.in_range("horizon_s", std::nullopt, 1e-9, kMaxSeconds);
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
+  s.admission = parse_admission(top.section("admission"));
   JsonSection out = top.section("output");
   s.output.sample_period_s = out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
@@ -318,6 +351,28 @@ nlohmann::json to_json(const Scenario& s) {
                    {"frame_jitter_s", w.frame_jitter_s}};
   json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
   if (s.cost_model.type == "calibrated") cost["file"] = s.cost_model.file;
+  const auto& a = s.admission;
+  json admission = {{"type", a.type}};
+  if (a.type == "static") admission["cap"] = a.cap;
+  if (a.type == "aimd" || a.type == "gradient") {
+    admission.update({{"interval_s", a.interval_s},
+                      {"signal", a.signal},
+                      {"quantile", a.quantile},
+                      {"initial_cap", a.initial_cap},
+                      {"floor", a.floor},
+                      {"max_cap", a.max_cap}});
+  }
+  if (a.type == "aimd") {
+    admission.update({{"increase", a.increase},
+                      {"decrease_factor", a.decrease_factor},
+                      {"low_fraction", a.low_fraction},
+                      {"high_fraction", a.high_fraction}});
+  }
+  if (a.type == "gradient") {
+    admission.update({{"tolerance", a.tolerance},
+                      {"smoothing", a.smoothing},
+                      {"long_window", a.long_window}});
+  }
   return {{"name", s.name},
           {"comment", s.comment},
           {"model", model},
@@ -328,6 +383,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"cost_model", cost},
           {"horizon_s", s.horizon_s},
           {"seed", s.seed},
+          {"admission", admission},
           {"output", {{"sample_period_s", s.output.sample_period_s}}}};
 }
 

@@ -77,6 +77,29 @@ struct CostModelConfig {
   std::string file;               // calibrated: path of the calibration JSON
 };
 
+// Admission control (docs/admission.md). Fields of other types are accepted and ignored, so
+// --set admission.type=... flips a scenario; to_json emits only the chosen type's fields.
+struct AdmissionConfig {
+  std::string type = "none";  // none | static | aimd | gradient
+  int64_t cap = 0;            // static: the fixed cap
+  // aimd and gradient: the control loop
+  double interval_s = 1.0;          // control interval
+  std::string signal = "reported";  // reported | true latency
+  double quantile = 0.95;           // of the interval's per-frame latency
+  int64_t initial_cap = 16;
+  int64_t floor = 1;
+  int64_t max_cap = 100000;
+  // aimd
+  double increase = 2;            // sessions added per interval with headroom
+  double decrease_factor = 0.9;   // cap multiplier on congestion
+  double low_fraction = 0.8;      // headroom below low_fraction x deadline
+  double high_fraction = 0.9;     // congestion above high_fraction x deadline
+  // gradient
+  double tolerance = 1.5;    // how much short-term latency may exceed long-term before shrinking
+  double smoothing = 0.2;    // weight of the new target per interval
+  double long_window = 60;   // intervals in the long-term average
+};
+
 struct OutputConfig {
   double sample_period_s = 1.0;  // time-series resolution
 };
@@ -93,6 +116,7 @@ struct Scenario {
   CostModelConfig cost_model;
   double horizon_s = 1800;
   uint64_t seed = 1;
+  AdmissionConfig admission;
   OutputConfig output;
 };
 

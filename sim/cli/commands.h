@@ -11,5 +11,8 @@ using Run = std::function<int()>;
 
 Run add_simulate(CLI::App& app);
 Run add_predict(CLI::App& app);
+Run add_sweep(CLI::App& app);
+Run add_sweep_merge(CLI::App& app);
+Run add_capacity(CLI::App& app);
 
 }  // namespace metronome::cli

@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommands({}).back();
   commands.emplace_back(nullptr, cli::add_predict(app));
   commands.back().first = app.get_subcommands({}).back();
+  commands.emplace_back(nullptr, cli::add_sweep(app));
+  commands.back().first = app.get_subcommands({}).back();
+  commands.emplace_back(nullptr, cli::add_sweep_merge(app));
+  commands.back().first = app.get_subcommands({}).back();
+  commands.emplace_back(nullptr, cli::add_capacity(app));
+  commands.back().first = app.get_subcommands({}).back();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

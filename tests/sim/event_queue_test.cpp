@@ -4,8 +4,8 @@
 
 namespace metronome {
 
-// Pins the documented order of simultaneous events: departure, step done, arrival, engine wake; then
-// scheduling order within a kind.
+// Pins the documented order of simultaneous events: departure, step done, control, arrival, engine
+// wake; then scheduling order within a kind.
 TEST(EventQueue, SameTimeOrderIsDocumentedOrder) {
   EventQueue q;
   q.push(5, EventKind::kEngineWake, 0);
@@ -15,9 +15,10 @@ TEST(EventQueue, SameTimeOrderIsDocumentedOrder) {
   q.push(5, EventKind::kDeparture, 4);
   q.push(4, EventKind::kEngineWake, 5);
   q.push(5, EventKind::kDeparture, 6);
+  q.push(5, EventKind::kControl, 7);
   std::vector<int64_t> order;
   while (!q.empty()) order.push_back(q.pop().target);
-  EXPECT_EQ(order, (std::vector<int64_t>{5, 4, 6, 3, 1, 2, 0}));
+  EXPECT_EQ(order, (std::vector<int64_t>{5, 4, 6, 3, 7, 1, 2, 0}));
 }
 
 }  // namespace metronome

@@ -1,0 +1,42 @@
+// Admission control: how many sessions the engine admits at once. A caller arriving while the
+// number of admitted (live) sessions is at the cap is rejected (a busy signal) and counted; sessions
+// already admitted are never evicted by the controller. Controllers that learn the cap online see one
+// ControlSignal per control interval (admission.interval_s); chosen by admission.type through
+// make_admission_controller(), one file per policy.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "sim/scenario.h"
+#include "sim/time.h"
+
+namespace metronome {
+
+inline constexpr int64_t kNoCap = std::numeric_limits<int64_t>::max();
+
+// What the engine measured over one control interval.
+struct ControlSignal {
+  Time now = 0;
+  double latency_s = 0;  // admission.quantile of the interval's per-frame latency (may be +inf)
+  int64_t frames = 0;    // frames in the interval's histogram (answered, padded or censored)
+  int64_t live = 0;      // sessions admitted and not departed at `now`
+};
+
+class AdmissionController {
+ public:
+  virtual ~AdmissionController() = default;
+  // The most sessions admitted at once now; kNoCap when unlimited.
+  virtual int64_t cap() const = 0;
+  // True when the controller wants control events (it adapts its cap online).
+  virtual bool adaptive() const { return false; }
+  // One control interval ended; called only by adaptive controllers' engines.
+  virtual void on_interval(const ControlSignal& /*signal*/) {}
+};
+
+// The registry: one line per policy.
+std::unique_ptr<AdmissionController> make_admission_controller(const AdmissionConfig& c,
+                                                               double deadline_s);
+
+}  // namespace metronome

@@ -1,0 +1,29 @@
+// admission.type = "gradient": a delay-gradient limiter in the style of Netflix concurrency-limits'
+// Gradient2, as a baseline that does not know the deadline. Per control interval, with short = the
+// interval's latency quantile and long = its exponential average over long_window intervals:
+//   gradient = clamp(tolerance x long / short, 0.5, 1)
+//   target   = cap x gradient + sqrt(cap)                      (sqrt(cap): the allowed queue)
+//   cap      <- clamp((1 - smoothing) x cap + smoothing x target, floor, max_cap)
+// When long > 2 x short (the load dropped), long decays by 5% per interval so it can track down.
+// Like AIMD it only grows while the cap is in use (2 x live >= cap), and holds on empty intervals.
+#pragma once
+
+#include "sim/admission/admission_controller.h"
+
+namespace metronome {
+
+class Gradient : public AdmissionController {
+ public:
+  explicit Gradient(const AdmissionConfig& c);
+  int64_t cap() const override;
+  bool adaptive() const override { return true; }
+  void on_interval(const ControlSignal& s) override;
+
+ private:
+  AdmissionConfig c_;
+  double cap_;
+  double long_s_ = 0;
+  bool primed_ = false;
+};
+
+}  // namespace metronome

@@ -1,0 +1,118 @@
+#include "sim/capacity.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/engine.h"
+#include "sim/first_order.h"
+#include "sim/report.h"
+
+namespace metronome {
+namespace {
+
+// The scenario with n callers spread evenly over one frame period, calls outlasting the probe, no
+// admission control and a pool that never binds.
+Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s) {
+  Scenario p = s;
+  p.workload.arrival = ArrivalConfig{};
+  p.workload.arrival.type = "fixed_interval";
+  p.workload.arrival.sessions = n;
+  p.workload.arrival.interval_s = s.workload.frame_period_s / static_cast<double>(n);
+  p.workload.duration = DurationConfig{};
+  p.workload.duration.type = "fixed";
+  p.workload.duration.seconds = 2 * probe_s + 1;
+  p.horizon_s = probe_s;
+  p.admission = AdmissionConfig{};
+  p.engine.num_blocks = int64_t{1} << 40;
+  return p;
+}
+
+bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_s) {
+  const Scenario p = probe_scenario(s, n, probe_s);
+  const RunResult r = simulate(p);
+  return r.reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
+         r.frames_silent * 100 < r.frames_due;
+}
+
+}  // namespace
+
+double default_probe_s(const Scenario& s) {
+  const double rate = static_cast<double>(s.workload.kv_tokens()) / s.workload.frame_period_s;
+  if (s.kv_policy.type == "windowed" && rate > 0) {
+    // Long enough for every window to fill, plus as long again at steady state.
+    const auto w = s.kv_policy.window();
+    return std::max(10.0, 2.0 * static_cast<double>(w.window + w.sinks) / rate);
+  }
+  // Unbounded: the latency at the end of a call, where its context (and cost) is largest.
+  const double call = s.workload.duration.type == "fixed" ? s.workload.duration.seconds : s.horizon_s;
+  return std::min(call, s.horizon_s);
+}
+
+CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s) {
+  if (probe_s <= 0) probe_s = default_probe_s(s);
+  CapacityReport c;
+  c.fraction = fraction;
+  c.probe_s = probe_s;
+  const auto pred = predict_first_order(s);
+  if (pred.memory_cap_sessions) {
+    c.memory_cap = *pred.memory_cap_sessions;
+  } else {
+    c.memory_cap_grows_with_time = true;
+    c.call_s = s.workload.duration.type == "fixed" ? std::min(s.workload.duration.seconds, s.horizon_s)
+                                                   : s.horizon_s;
+    const auto frames = static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s));
+    const int64_t tokens = s.workload.prompt_tokens + frames * s.workload.kv_tokens();
+    const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;
+    c.memory_cap = pred.pool.num_blocks / blocks;
+  }
+  // Doubling then bisection on the deadline probe: lo meets it, hi does not.
+  int64_t lo = 0, hi = 1;
+  while (hi <= (int64_t{1} << 20) && meets_deadline(s, hi, fraction, probe_s)) {
+    ++c.probes;
+    lo = hi;
+    hi *= 2;
+  }
+  ++c.probes;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    ++c.probes;
+    (meets_deadline(s, mid, fraction, probe_s) ? lo : hi) = mid;
+  }
+  c.deadline_cap = lo;
+  c.binding = c.deadline_cap < c.memory_cap ? "deadline" : "memory";
+  return c;
+}
+
+nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
+  return {{"metronome_version", version_string()},
+          {"scenario", to_json(s)},
+          {"capacity",
+           {{"memory_cap_sessions", c.memory_cap},
+            {"memory_cap_grows_with_time", c.memory_cap_grows_with_time},
+            {"memory_cap_call_s", c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
+            {"deadline_cap_sessions", c.deadline_cap},
+            {"deadline_fraction", c.fraction},
+            {"deadline_s", s.workload.deadline()},
+            {"probe_s", c.probe_s},
+            {"probe_runs", c.probes},
+            {"binding", c.binding}}}};
+}
+
+std::string capacity_text(const Scenario& s, const CapacityReport& c) {
+  std::string out = fmt::format("scenario      {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name, s.kv_policy.type);
+  if (c.memory_cap_grows_with_time) {
+    out += fmt::format("memory cap    {} sessions for {:.0f} s calls (unbounded KV: fewer the longer "
+                       "calls last)\n", c.memory_cap, c.call_s);
+  } else {
+    out += fmt::format("memory cap    {} sessions (windowed: fixed)\n", c.memory_cap);
+  }
+  out += fmt::format("deadline cap  {} sessions (reported p95 <= {:.2f} x {:.1f} ms after a {:.0f} s "
+                     "probe; {} simulated runs)\n", c.deadline_cap, c.fraction,
+                     s.workload.deadline() * 1e3, c.probe_s, c.probes);
+  out += fmt::format("binding       {} ({} sessions)\n", c.binding, std::min(c.memory_cap, c.deadline_cap));
+  return out;
+}
+
+}  // namespace metronome

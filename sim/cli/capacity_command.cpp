@@ -1,0 +1,43 @@
+#include <iostream>
+#include <memory>
+
+#include "sim/capacity.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/scenario_options.h"
+
+namespace metronome::cli {
+
+Run add_capacity(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "capacity",
+      "Report the memory cap (sessions whose resident KV fits the pool) and the deadline cap "
+      "(sessions whose steady per-frame latency stays under a fraction of the deadline, by "
+      "bisection over short simulated probes), and which one binds.");
+  struct Options {
+    ScenarioOptions scenario;
+    double fraction = 0;
+    double probe_s = 0;
+  };
+  auto o = std::make_shared<Options>();
+  o->scenario.add_to(*cmd);
+  cmd->add_option("--fraction", o->fraction,
+                  "Fraction of the deadline the p95 latency must stay under (default: the "
+                  "scenario's admission.high_fraction, 0.9)")
+      ->check(CLI::Range(1e-6, 1e3));
+  cmd->add_option("--probe-s", o->probe_s, "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
+                  "time to fill S + W; unbounded, the call length within the horizon)")
+      ->check(CLI::Range(0.0, 1e6));
+  return [o]() {
+    const Scenario s = o->scenario.load();
+    const double f = o->fraction > 0 ? o->fraction : s.admission.high_fraction;
+    const auto c = compute_capacity(s, f, o->probe_s);
+    if (o->scenario.json) {
+      std::cout << capacity_json(s, c).dump(2) << "\n";
+    } else {
+      std::cout << capacity_text(s, c);
+    }
+    return 0;
+  };
+}
+
+}  // namespace metronome::cli

@@ -1,0 +1,418 @@
+#include "sim/sweep/sweep_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "sim/config_error.h"
+#include "sim/engine.h"
+#include "sim/first_order.h"
+#include "sim/report.h"
+#include "sim/sweep/wilson.h"
+
+namespace metronome {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson opt(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
+ojson finite(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
+
+std::string axis_column(const GridAxis& a) { return "grid." + a.key; }
+
+// The first-order prediction depends on the seed only through random arrivals or durations.
+bool seed_free_schedule(const Scenario& s) {
+  return s.workload.arrival.type != "poisson" && s.workload.duration.type == "fixed";
+}
+
+ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
+              const std::optional<FirstOrderPrediction>& cached = std::nullopt) {
+  s.seed = spec.seed_of(run);
+  const RunResult r = simulate(s);
+  const auto p = cached ? *cached : predict_first_order(s);
+  const auto frac = [](int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; };
+  ojson row;
+  row["run"] = run;
+  row["point"] = spec.point_of(run);
+  row["seed"] = s.seed;
+  const auto values = spec.values_of(spec.point_of(run));
+  for (size_t i = 0; i < spec.axes.size(); ++i) row[axis_column(spec.axes[i])] = values[i];
+  row["crashed"] = r.crashed;
+  row["first_stall_s"] = opt(r.first_stall_s);
+  row["t_sat_predicted_s"] = opt(p.t_sat_blocks_s);
+  row["sessions_arrived"] = r.sessions_arrived;
+  row["sessions_rejected"] = r.sessions_rejected;
+  row["peak_live_sessions"] = r.peak_live_sessions;
+  row["preemptions"] = r.preemptions;
+  row["n_star"] = opt(r.admission.n_star);
+  row["cap_p5"] = opt(r.admission.cap_p5);
+  row["cap_p95"] = opt(r.admission.cap_p95);
+  row["frames_due"] = r.frames_due;
+  row["frames_silent"] = r.frames_silent;
+  row["silent_frame_fraction"] = frac(r.frames_silent, r.frames_due);
+  row["reported_p50_s"] = finite(r.reported_latency.percentile(0.50));
+  row["reported_p99_s"] = finite(r.reported_latency.percentile(0.99));
+  row["true_p50_s"] = finite(r.true_latency.percentile(0.50));
+  row["true_p99_s"] = finite(r.true_latency.percentile(0.99));
+  row["pool_peak_fraction"] = frac(r.peak_pool_blocks, p.pool.num_blocks);
+  row["engine_busy_fraction"] = r.end_s > 0 ? r.busy_s / r.end_s : 0.0;
+  return row;
+}
+
+// Nearest-rank quantile of sorted values.
+double quantile(const std::vector<double>& sorted, double q) {
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+std::vector<double> column(const std::vector<ojson>& rows, const char* key) {
+  std::vector<double> v;
+  for (const auto& r : rows) {
+    if (r.contains(key) && r[key].is_number()) v.push_back(r[key].get<double>());
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+ojson stat(const std::vector<double>& v, double q) { return v.empty() ? ojson(nullptr) : ojson(quantile(v, q)); }
+ojson mean(const std::vector<double>& v) {
+  if (v.empty()) return nullptr;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+std::string csv_cell(const ojson& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  }
+  if (v.is_object() || v.is_array()) return csv_cell(ojson(v.dump()));
+  return v.dump();
+}
+
+std::string csv_header(const ojson& row) {
+  std::string line;
+  for (const auto& [k, v] : row.items()) {
+    if (!line.empty()) line += ',';
+    line += csv_cell(ojson(k));
+  }
+  line += '\n';
+  return line;
+}
+
+std::string csv_line(const ojson& row) {
+  std::string line;
+  bool first = true;
+  for (const auto& [k, v] : row.items()) {
+    if (!first) line += ',';
+    line += csv_cell(v);
+    first = false;
+  }
+  line += '\n';
+  return line;
+}
+
+// Writes a file whole: to a temporary name, then renamed, so readers never see half of it.
+void write_whole(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary);
+    if (!o) throw ConfigError(tmp + ": cannot open for writing");
+    o << text;
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// Row streams: the header goes with the first row, every row is flushed whole.
+class RowWriter {
+ public:
+  explicit RowWriter(const std::string& dir)
+      : jsonl_(dir + "/runs.jsonl", std::ios::binary), csv_(dir + "/runs.csv", std::ios::binary) {
+    if (!jsonl_ || !csv_) throw ConfigError(dir + ": cannot open runs.jsonl/runs.csv for writing");
+  }
+  void write(const ojson& row) {
+    std::string csv = csv_line(row);
+    if (!header_done_) {
+      csv = csv_header(row) + csv;
+      header_done_ = true;
+    }
+    const std::string line = row.dump() + "\n";
+    jsonl_.write(line.data(), static_cast<std::streamsize>(line.size()));
+    jsonl_.flush();
+    csv_.write(csv.data(), static_cast<std::streamsize>(csv.size()));
+    csv_.flush();
+  }
+
+ private:
+  std::ofstream jsonl_, csv_;
+  bool header_done_ = false;
+};
+
+void write_summary_files(const SweepSpec& spec, const std::string& dir, const Shard& shard,
+                         int64_t planned, const std::vector<ojson>& rows, bool complete,
+                         bool with_aggregate) {
+  ojson meta;
+  meta["metronome_version"] = version_string();
+  meta["spec"] = spec.to_json();
+  meta["points"] = spec.points();
+  meta["runs_total"] = spec.runs();
+  if (shard.count > 1) meta["shard"] = fmt::format("{}/{}", shard.index, shard.count);
+  meta["runs_planned"] = planned;
+  meta["runs_written"] = static_cast<int64_t>(rows.size());
+  meta["complete"] = complete;
+  write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
+  write_whole(dir + "/scenario.json", to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n");
+  if (!with_aggregate) return;
+  // Aggregate every point whose seeds are all present.
+  const auto nseeds = static_cast<size_t>(spec.seeds.size());
+  ojson agg = ojson::array();
+  std::string csv;
+  std::vector<ojson> group;
+  int64_t current = -1;
+  auto flush = [&] {
+    if (group.size() == nseeds) {
+      ojson a = aggregate_point(spec, current, group);
+      if (csv.empty()) csv = csv_header(a);
+      csv += csv_line(a);
+      agg.push_back(std::move(a));
+    }
+    group.clear();
+  };
+  for (const auto& r : rows) {
+    const int64_t point = r["point"].get<int64_t>();
+    if (point != current) {
+      flush();
+      current = point;
+    }
+    group.push_back(r);
+  }
+  flush();
+  write_whole(dir + "/aggregate.json", agg.dump(2) + "\n");
+  write_whole(dir + "/aggregate.csv", csv);
+}
+
+void progress_bar(int64_t done, int64_t total) {
+  const int width = 40;
+  const int fill = total > 0 ? static_cast<int>(width * done / total) : width;
+  std::cerr << "\r[" << std::string(static_cast<size_t>(fill), '#')
+            << std::string(static_cast<size_t>(width - fill), ' ') << "] " << done << "/" << total
+            << " runs" << std::flush;
+}
+
+}  // namespace
+
+ojson run_row(const SweepSpec& spec, int64_t run) {
+  return row_for(spec, run, spec.load_point(spec.point_of(run)));
+}
+
+ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<ojson>& rows) {
+  ojson a;
+  a["point"] = point;
+  const auto values = spec.values_of(point);
+  for (size_t i = 0; i < spec.axes.size(); ++i) a[axis_column(spec.axes[i])] = values[i];
+  const auto n = static_cast<int64_t>(rows.size());
+  int64_t crashes = 0;
+  for (const auto& r : rows) crashes += r["crashed"].get<bool>() ? 1 : 0;
+  const Interval w = wilson_interval(crashes, n);
+  a["runs"] = n;
+  a["crashes"] = crashes;
+  a["crash_probability"] = n > 0 ? static_cast<double>(crashes) / static_cast<double>(n) : 0.0;
+  a["crash_wilson95_lo"] = w.lo;
+  a["crash_wilson95_hi"] = w.hi;
+  const auto stall = column(rows, "first_stall_s");
+  const auto pred = column(rows, "t_sat_predicted_s");
+  a["t_sat_mean_s"] = mean(stall);
+  a["t_sat_p5_s"] = stat(stall, 0.05);
+  a["t_sat_p95_s"] = stat(stall, 0.95);
+  a["t_sat_predicted_mean_s"] = mean(pred);
+  a["t_sat_error_of_mean"] = stall.empty() || pred.empty()
+                                 ? ojson(nullptr)
+                                 : ojson(mean(stall).get<double>() / mean(pred).get<double>() - 1.0);
+  const auto nstar = column(rows, "n_star");
+  a["n_star_median"] = stat(nstar, 0.5);
+  a["n_star_p5"] = stat(nstar, 0.05);
+  a["n_star_p95"] = stat(nstar, 0.95);
+  const auto rp50 = column(rows, "reported_p50_s");
+  const auto rp99 = column(rows, "reported_p99_s");
+  const auto tp99 = column(rows, "true_p99_s");
+  a["reported_p50_median_s"] = stat(rp50, 0.5);
+  a["reported_p99_median_s"] = stat(rp99, 0.5);
+  a["true_p99_median_s"] = static_cast<int64_t>(tp99.size()) * 2 > n ? stat(tp99, 0.5) : ojson(nullptr);
+  a["true_p99_censored_runs"] = n - static_cast<int64_t>(tp99.size());
+  a["silent_frame_fraction_mean"] = mean(column(rows, "silent_frame_fraction"));
+  a["sessions_rejected_mean"] = mean(column(rows, "sessions_rejected"));
+  a["peak_live_sessions_mean"] = mean(column(rows, "peak_live_sessions"));
+  return a;
+}
+
+SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
+  if (spec.seeds.empty()) throw ConfigError("sweep: no seeds (use --seeds N or --seeds a..b)");
+  if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
+  // Load and validate every grid point before running anything.
+  std::vector<Scenario> points;
+  std::vector<std::optional<FirstOrderPrediction>> predictions;
+  for (int64_t p = 0; p < spec.points(); ++p) {
+    points.push_back(spec.load_point(p));
+    predictions.emplace_back();
+    if (seed_free_schedule(points.back())) predictions.back() = predict_first_order(points.back());
+  }
+  std::vector<int64_t> mine;
+  for (int64_t r = 0; r < spec.runs(); ++r) {
+    if (o.shard.owns(r)) mine.push_back(r);
+  }
+  std::filesystem::create_directories(o.out_dir);
+  RowWriter writer(o.out_dir);
+
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = std::max(1, std::min<int>(o.jobs > 0 ? o.jobs : hw, static_cast<int>(std::max<size_t>(1, mine.size()))));
+  std::vector<std::optional<ojson>> done(mine.size());
+  std::mutex m;
+  std::condition_variable cv;
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  size_t finished_workers = 0;
+  auto worker = [&] {
+    while (true) {
+      if (o.stop && o.stop->load()) break;
+      const size_t i = next.fetch_add(1);
+      if (i >= mine.size()) break;
+      std::optional<ojson> row;
+      try {
+        const auto point = static_cast<size_t>(spec.point_of(mine[i]));
+        row = row_for(spec, mine[i], points[point], predictions[point]);
+      } catch (...) {
+        std::lock_guard lock(m);
+        if (!error) error = std::current_exception();
+        break;
+      }
+      std::lock_guard lock(m);
+      done[i] = std::move(row);
+      cv.notify_one();
+    }
+    std::lock_guard lock(m);
+    ++finished_workers;
+    cv.notify_one();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+
+  // The calling thread writes rows in run order as soon as each prefix is complete.
+  std::vector<ojson> written;
+  size_t w = 0;
+  {
+    std::unique_lock lock(m);
+    while (true) {
+      while (w < done.size() && done[w]) {
+        ojson row = std::move(*done[w]);
+        done[w].reset();
+        lock.unlock();
+        writer.write(row);
+        written.push_back(std::move(row));
+        ++w;
+        if (o.progress) progress_bar(static_cast<int64_t>(w), static_cast<int64_t>(mine.size()));
+        lock.lock();
+      }
+      if (w == done.size() || finished_workers == static_cast<size_t>(jobs)) break;
+      cv.wait(lock);
+    }
+  }
+  for (auto& t : threads) t.join();
+  // Runs that finished after the writer stopped waiting (a stop or an error): write the prefix.
+  while (w < done.size() && done[w]) {
+    writer.write(*done[w]);
+    written.push_back(std::move(*done[w]));
+    ++w;
+  }
+  if (o.progress) std::cerr << "\n";
+  if (error) std::rethrow_exception(error);
+  SweepOutcome out;
+  out.planned = static_cast<int64_t>(mine.size());
+  out.written = static_cast<int64_t>(written.size());
+  out.complete = out.written == out.planned;
+  write_summary_files(spec, o.out_dir, o.shard, out.planned, written, out.complete, o.shard.count == 1);
+  return out;
+}
+
+void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_dir) {
+  if (dirs.empty()) throw ConfigError("sweep-merge: no shard directories given");
+  std::optional<ojson> spec_json;
+  std::map<int64_t, ojson> rows;
+  for (const auto& d : dirs) {
+    std::ifstream meta_in(d + "/sweep.json");
+    if (!meta_in) throw ConfigError(d + ": no sweep.json (not a sweep output directory)");
+    ojson meta;
+    try {
+      meta = ojson::parse(meta_in);
+    } catch (const std::exception& e) {
+      throw ConfigError(d + "/sweep.json: not valid JSON: " + e.what());
+    }
+    if (!spec_json) {
+      spec_json = meta["spec"];
+    } else if (meta["spec"] != *spec_json) {
+      throw ConfigError(d + ": a different sweep (its spec differs from " + dirs.front() + ")");
+    }
+    std::ifstream in(d + "/runs.jsonl");
+    if (!in) throw ConfigError(d + ": no runs.jsonl");
+    std::string line;
+    int64_t lineno = 0;
+    while (std::getline(in, line)) {
+      ++lineno;
+      if (line.empty()) continue;
+      ojson row;
+      try {
+        row = ojson::parse(line);
+      } catch (const std::exception&) {
+        throw ConfigError(fmt::format("{}/runs.jsonl:{}: a torn or invalid row", d, lineno));
+      }
+      const int64_t run = row["run"].get<int64_t>();
+      if (!rows.emplace(run, std::move(row)).second) {
+        throw ConfigError(fmt::format("{}: run {} also appears in another shard", d, run));
+      }
+    }
+  }
+  SweepSpec spec;
+  spec.scenario = (*spec_json)["scenario"].get<std::string>();
+  spec.sets = (*spec_json)["set"].get<std::vector<std::string>>();
+  for (const auto& ax : (*spec_json)["grid"]) {
+    GridAxis a;
+    a.key = ax["key"].get<std::string>();
+    for (const auto& v : ax["values"]) a.values.push_back(nlohmann::json::parse(v.dump()));
+    spec.axes.push_back(std::move(a));
+  }
+  spec.seeds = (*spec_json)["seeds"].get<std::vector<uint64_t>>();
+  for (int64_t r = 0; r < spec.runs(); ++r) {
+    if (!rows.count(r)) {
+      throw ConfigError(fmt::format("sweep-merge: run {} of {} is missing (a shard not given, or "
+                                    "interrupted)", r, spec.runs()));
+    }
+  }
+  std::filesystem::create_directories(out_dir);
+  std::vector<ojson> all;
+  {
+    RowWriter writer(out_dir);
+    for (auto& [run, row] : rows) {
+      writer.write(row);
+      all.push_back(std::move(row));
+    }
+  }
+  write_summary_files(spec, out_dir, Shard{}, spec.runs(), all, true, true);
+}
+
+}  // namespace metronome

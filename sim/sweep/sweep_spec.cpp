@@ -1,0 +1,204 @@
+#include "sim/sweep/sweep_spec.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/config_error.h"
+
+namespace metronome {
+
+int64_t SweepSpec::points() const {
+  int64_t n = 1;
+  for (const auto& a : axes) n *= static_cast<int64_t>(a.values.size());
+  return n;
+}
+
+std::vector<nlohmann::json> SweepSpec::values_of(int64_t point) const {
+  std::vector<nlohmann::json> v(axes.size());
+  for (size_t i = axes.size(); i-- > 0;) {
+    const auto n = static_cast<int64_t>(axes[i].values.size());
+    v[i] = axes[i].values[static_cast<size_t>(point % n)];
+    point /= n;
+  }
+  return v;
+}
+
+Scenario SweepSpec::load_point(int64_t point) const {
+  std::vector<std::string> all = sets;
+  const auto v = values_of(point);
+  std::string where;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const std::string text = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
+    all.push_back(axes[i].key + "=" + text);
+    where += (where.empty() ? "" : ", ") + axes[i].key + "=" + text;
+  }
+  try {
+    return load_scenario(scenario, all);
+  } catch (const ConfigError& e) {
+    throw ConfigError("grid point " + std::to_string(point) + " (" + where + "): " + e.what());
+  }
+}
+
+nlohmann::ordered_json SweepSpec::to_json() const {
+  nlohmann::ordered_json grid = nlohmann::ordered_json::array();
+  for (const auto& a : axes) grid.push_back({{"key", a.key}, {"values", a.values}});
+  return {{"scenario", scenario}, {"set", sets}, {"grid", grid}, {"seeds", seeds}};
+}
+
+namespace {
+
+std::vector<std::string> split_top_level(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_str) {
+      if (c == '\\' && i + 1 < s.size()) {
+        cur += c;
+        cur += s[++i];
+        continue;
+      }
+      if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      out.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+uint64_t parse_u64(const std::string& s, const std::string& what) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) {
+    throw ConfigError(what + ": \"" + s + "\" is not a non-negative integer");
+  }
+  return std::stoull(s);
+}
+
+}  // namespace
+
+GridAxis parse_grid_axis(const std::string& arg) {
+  const std::string where = "--grid " + arg;
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
+    throw ConfigError(where + ": expected KEY=V1,V2,..., e.g. kv_policy.type=unbounded,windowed");
+  }
+  GridAxis a;
+  a.key = arg.substr(0, eq);
+  for (const auto& text : split_top_level(arg.substr(eq + 1))) {
+    if (text.empty()) throw ConfigError(where + ": empty value in the list");
+    try {
+      a.values.push_back(nlohmann::json::parse(text));
+    } catch (const nlohmann::json::parse_error&) {
+      a.values.emplace_back(text);  // a bare word such as windowed
+    }
+  }
+  return a;
+}
+
+std::vector<uint64_t> parse_seeds(const std::string& arg) {
+  const std::string where = "--seeds " + arg;
+  std::vector<uint64_t> seeds;
+  if (const auto dots = arg.find(".."); dots != std::string::npos) {
+    const uint64_t a = parse_u64(arg.substr(0, dots), where);
+    const uint64_t b = parse_u64(arg.substr(dots + 2), where);
+    if (b < a) throw ConfigError(where + ": empty range (the end is before the start)");
+    if (b - a >= 100'000'000) throw ConfigError(where + ": more than 1e8 seeds");
+    for (uint64_t s = a; s <= b; ++s) seeds.push_back(s);
+  } else if (arg.find(',') != std::string::npos) {
+    for (const auto& t : split_top_level(arg)) seeds.push_back(parse_u64(t, where));
+  } else {
+    const uint64_t n = parse_u64(arg, where);
+    if (n == 0 || n > 100'000'000) throw ConfigError(where + ": the count must be in [1, 1e8]");
+    for (uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
+  }
+  return seeds;
+}
+
+Shard parse_shard(const std::string& arg) {
+  const std::string where = "--shard " + arg;
+  const auto slash = arg.find('/');
+  if (slash == std::string::npos) throw ConfigError(where + ": expected I/N, e.g. 0/4");
+  Shard s;
+  s.index = static_cast<int64_t>(parse_u64(arg.substr(0, slash), where));
+  s.count = static_cast<int64_t>(parse_u64(arg.substr(slash + 1), where));
+  if (s.count < 1 || s.index >= s.count) {
+    throw ConfigError(where + ": need N >= 1 and 0 <= I < N (shards are numbered from 0)");
+  }
+  return s;
+}
+
+SweepSpec load_sweep_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open the sweep file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
+  SweepSpec s;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "scenario") {
+      if (!v.is_string()) throw ConfigError(path + ": scenario: expected a path");
+      s.scenario = v.get<std::string>();
+      if (!s.scenario.empty() && std::filesystem::path(s.scenario).is_relative()) {
+        const auto base = std::filesystem::path(path).parent_path();
+        if (!std::filesystem::exists(s.scenario)) s.scenario = (base / s.scenario).string();
+      }
+    } else if (k == "set") {
+      if (!v.is_array()) throw ConfigError(path + ": set: expected an array of \"key=value\"");
+      for (const auto& x : v) s.sets.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+    } else if (k == "grid") {
+      if (v.is_object()) {
+        for (const auto& [key, vals] : v.items()) {
+          if (!vals.is_array() || vals.empty()) throw ConfigError(path + ": grid." + key + ": expected a non-empty array");
+          s.axes.push_back({key, std::vector<nlohmann::json>(vals.begin(), vals.end())});
+        }
+      } else if (v.is_array()) {
+        for (const auto& ax : v) {
+          if (!ax.is_object() || !ax.contains("key") || !ax["key"].is_string() || !ax.contains("values") ||
+              !ax["values"].is_array() || ax["values"].empty() || ax.size() != 2) {
+            throw ConfigError(path + ": grid: expected [{\"key\": \"a.b\", \"values\": [..]}, ..]");
+          }
+          s.axes.push_back({ax["key"].get<std::string>(),
+                            std::vector<nlohmann::json>(ax["values"].begin(), ax["values"].end())});
+        }
+      } else {
+        throw ConfigError(path + ": grid: expected an object or an array");
+      }
+    } else if (k == "seeds") {
+      if (v.is_string()) {
+        s.seeds = parse_seeds(v.get<std::string>());
+      } else if (v.is_number_unsigned()) {
+        s.seeds = parse_seeds(std::to_string(v.get<uint64_t>()));
+      } else if (v.is_array()) {
+        for (const auto& x : v) {
+          if (!x.is_number_unsigned()) throw ConfigError(path + ": seeds: expected non-negative integers");
+          s.seeds.push_back(x.get<uint64_t>());
+        }
+      } else {
+        throw ConfigError(path + ": seeds: expected \"a..b\", a count or a list");
+      }
+    } else {
+      throw ConfigError(path + ": unknown key \"" + k + "\" (expected scenario, set, grid, seeds)");
+    }
+  }
+  return s;
+}
+
+}  // namespace metronome

@@ -1,0 +1,55 @@
+// A sweep: a base scenario, a grid over any scenario fields (each axis a dotted key and its values,
+// applied like --set), and a seed list. Runs are numbered run = point x seeds + seed index, points
+// in row-major grid order (the first axis varies slowest), so any slice of runs is well defined.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario.h"
+
+namespace metronome {
+
+struct GridAxis {
+  std::string key;
+  std::vector<nlohmann::json> values;
+};
+
+// --shard i/n: this process runs the runs with run % n == i (round robin, so every shard gets a
+// similar mix of grid points).
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+  bool owns(int64_t run) const { return run % count == index; }
+};
+
+struct SweepSpec {
+  std::string scenario;            // scenario file ("" = built-in default)
+  std::vector<std::string> sets;   // applied to every point before the grid
+  std::vector<GridAxis> axes;
+  std::vector<uint64_t> seeds;
+
+  int64_t points() const;
+  int64_t runs() const { return points() * static_cast<int64_t>(seeds.size()); }
+  int64_t point_of(int64_t run) const { return run / static_cast<int64_t>(seeds.size()); }
+  uint64_t seed_of(int64_t run) const { return seeds[static_cast<size_t>(run) % seeds.size()]; }
+  // The grid values of one point, one per axis.
+  std::vector<nlohmann::json> values_of(int64_t point) const;
+  // The scenario of one point (seed not yet set); throws ConfigError naming the point.
+  Scenario load_point(int64_t point) const;
+  nlohmann::ordered_json to_json() const;
+};
+
+// "key=v1,v2,v3": commas inside JSON objects, arrays or strings do not split.
+GridAxis parse_grid_axis(const std::string& arg);
+// "N" (seeds 1..N), "a..b" (inclusive) or "a,b,c".
+std::vector<uint64_t> parse_seeds(const std::string& arg);
+Shard parse_shard(const std::string& arg);
+// A sweep file: {"scenario": path, "set": [..], "grid": [{"key": k, "values": [..]}, ..] or
+// {"k": [..]}, "seeds": "1..100" or [..]}. Relative scenario paths are relative to the file.
+SweepSpec load_sweep_file(const std::string& path);
+
+}  // namespace metronome

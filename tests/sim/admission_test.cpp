@@ -1,0 +1,163 @@
+// Admission control: the cap is enforced and counted, and the paper's contrast holds on simulator
+// output: AIMD converges with windowed KV and over-admits into the cliff with unbounded KV.
+#include <gtest/gtest.h>
+
+#include "sim/admission/admission_controller.h"
+#include "sim/admission/aimd.h"
+#include "sim/config_error.h"
+#include "sim/engine.h"
+#include "sim/first_order.h"
+#include "sim/report.h"
+#include "test_scenarios.h"
+
+namespace metronome {
+namespace {
+
+Scenario contrast(const std::string& kv, std::vector<std::string> sets = {}) {
+  return load_scenario(std::string(METRONOME_SOURCE_DIR) + "/scenarios/admission/moshi_h200_aimd_" +
+                           kv + ".json",
+                       sets);
+}
+
+TEST(Admission, WindowedAimdSettlesInABandBelowTheMemoryCapWithoutStalling) {
+  const Scenario s = contrast("windowed");
+  const RunResult r = simulate(s);
+  const auto p = predict_first_order(s);
+  ASSERT_TRUE(p.memory_cap_sessions);
+  const auto& a = r.admission;
+  EXPECT_FALSE(r.crashed);
+  // Only frames still in flight at the horizon count as silent.
+  EXPECT_LT(static_cast<double>(r.frames_silent), 1e-4 * static_cast<double>(r.frames_due));
+  ASSERT_TRUE(a.n_star);
+  // The deadline binds: N* sits well above the start and below the memory cap.
+  EXPECT_GT(*a.n_star, 100);
+  EXPECT_LT(*a.n_star, 0.8 * static_cast<double>(*p.memory_cap_sessions));
+  // Settled: the cap over the last half stays within +-10% of N*.
+  EXPECT_GE(*a.cap_p5, 0.9 * *a.n_star);
+  EXPECT_LE(*a.cap_p95, 1.1 * *a.n_star);
+  // Demand exceeded the cap, and every rejection is counted.
+  EXPECT_GT(r.sessions_rejected, 0);
+  EXPECT_EQ(r.sessions_arrived, 3000);
+  EXPECT_LE(r.peak_live_sessions, a.max_cap);
+  // Latency stayed under the deadline: the controller learned from a faithful signal.
+  EXPECT_LT(r.reported_latency.percentile(0.99), s.workload.deadline());
+}
+
+TEST(Admission, UnboundedAimdOverAdmitsAndStalls) {
+  const Scenario s = contrast("unbounded");
+  const RunResult r = simulate(s);
+  const auto p = predict_first_order(s);
+  const auto& a = r.admission;
+  ASSERT_TRUE(r.crashed);
+  ASSERT_TRUE(r.first_stall_s);
+  EXPECT_LT(*r.first_stall_s, s.horizon_s / 2);
+  // Sessions whose whole call fits the pool: pool tokens / (tokens per second x horizon).
+  const double safe = static_cast<double>(p.pool.num_blocks * s.engine.block_size) /
+                      (p.tokens_per_s_per_session * s.horizon_s);
+  ASSERT_TRUE(a.live_at_first_stall);
+  EXPECT_GT(static_cast<double>(*a.live_at_first_stall), 3 * safe);
+  // The controller did cut (latency rose with the KV it reads), but admitted sessions are never
+  // evicted, so the cut came too late: the stall happens anyway and most frames go silent.
+  EXPECT_GT(a.decreases, 0);
+  EXPECT_LT(*a.cap_at_first_stall, *a.live_at_first_stall);
+  EXPECT_GT(static_cast<double>(r.frames_silent), 0.5 * static_cast<double>(r.frames_due));
+  // The same controller on windowed KV admits more and never stalls (the contrast).
+  const RunResult w = simulate(contrast("windowed"));
+  EXPECT_FALSE(w.crashed);
+}
+
+TEST(Admission, StaticCapRejectsAboveTheCapAndNeverEvicts) {
+  const Scenario s = testing::moshi(50, "windowed", {"admission={\"type\":\"static\",\"cap\":20}"});
+  const RunResult r = simulate(s);
+  EXPECT_EQ(r.sessions_arrived, 50);
+  EXPECT_EQ(r.sessions_rejected, 30);
+  EXPECT_EQ(r.peak_live_sessions, 20);
+  EXPECT_EQ(*r.admission.n_star, 20);
+  EXPECT_FALSE(r.admission.adaptive);
+}
+
+TEST(Admission, NoneAdmitsEveryone) {
+  const RunResult r = simulate(testing::moshi(50, "windowed"));
+  EXPECT_EQ(r.sessions_rejected, 0);
+  EXPECT_EQ(r.peak_live_sessions, 50);
+  EXPECT_FALSE(r.admission.capped);
+  EXPECT_FALSE(r.admission.n_star);
+}
+
+TEST(Admission, RejectionsDoNotShiftOtherStreams) {
+  // Durations are drawn per caller whether admitted or not: a cap changes who is admitted, never
+  // the draw sequence. With an exponential duration, the first 10 callers' runs agree.
+  const std::vector<std::string> common = {
+      "workload.duration={\"type\":\"exponential\",\"mean_s\":60}"};
+  auto capped = common;
+  capped.push_back("admission={\"type\":\"static\",\"cap\":10}");
+  const RunResult a = simulate(testing::moshi(10, "windowed", common));
+  const RunResult b = simulate(testing::moshi(10, "windowed", capped));
+  EXPECT_EQ(a.frames_due, b.frames_due);
+  EXPECT_EQ(a.sessions_departed, b.sessions_departed);
+}
+
+TEST(Admission, AimdRulesOnOneInterval) {
+  AdmissionConfig c;
+  c.type = "aimd";
+  c.initial_cap = 100;
+  Aimd m(c, 0.010);
+  ControlSignal sig;
+  sig.frames = 10;
+  sig.live = 100;
+  sig.latency_s = 0.005;  // below 0.8 x 10 ms: +2
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 102);
+  sig.latency_s = 0.0085;  // between the fractions: hold
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 102);
+  sig.latency_s = 0.0095;  // above 0.9 x 10 ms: x0.9
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 91);
+  sig.latency_s = std::numeric_limits<double>::infinity();  // censored: congestion
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 82);
+  sig.frames = 0;  // nothing observed: hold
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 82);
+  sig.frames = 10;
+  sig.latency_s = 0.001;
+  sig.live = 10;  // the cap is not in use: no growth
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 82);
+}
+
+TEST(Admission, GradientLimitsTheWindowedScenarioWithoutStalling) {
+  const RunResult r = simulate(contrast("windowed", {"admission.type=gradient"}));
+  EXPECT_TRUE(r.admission.adaptive);
+  EXPECT_GT(r.sessions_rejected, 0);
+  ASSERT_TRUE(r.admission.n_star);
+  EXPECT_GE(*r.admission.n_star, 1);
+}
+
+TEST(Admission, TrueSignalIsAccepted) {
+  const RunResult r = simulate(contrast("windowed", {"admission.signal=\"true\""}));
+  EXPECT_FALSE(r.crashed);
+  EXPECT_GT(*r.admission.n_star, 100);
+}
+
+Scenario load_with(std::vector<std::string> sets) { return testing::moshi(1, "windowed", sets); }
+
+TEST(Admission, ConfigIsValidatedAndRoundTrips) {
+  EXPECT_THROW(load_with({"admission.type=bogus"}), ConfigError);
+  EXPECT_THROW(load_with({"admission.type=static"}), ConfigError);  // no cap
+  EXPECT_THROW(load_with({"admission.typo=1"}), ConfigError);
+  EXPECT_THROW(load_with({"admission.type=aimd", "admission.low_fraction=0.95"}), ConfigError);
+  EXPECT_THROW(load_with({"admission.type=aimd", "admission.decrease_factor=1"}), ConfigError);
+  EXPECT_THROW(load_with({"admission.type=aimd", "admission.signal=fake"}), ConfigError);
+  for (const char* type : {"none", "aimd", "gradient"}) {
+    const Scenario s = testing::moshi(1, "windowed", {std::string("admission.type=") + type});
+    const auto j = to_json(s);
+    EXPECT_EQ(to_json(parse_scenario(j, "round trip")), j) << type;
+  }
+  const Scenario st = testing::moshi(1, "windowed", {"admission={\"type\":\"static\",\"cap\":7}"});
+  EXPECT_EQ(to_json(parse_scenario(to_json(st), "round trip")), to_json(st));
+}
+
+}  // namespace
+}  // namespace metronome

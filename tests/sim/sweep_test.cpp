@@ -1,0 +1,181 @@
+// Sweeps: argument parsing, the Wilson interval, -j invariance, shard merge equality.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/capacity.h"
+#include "sim/config_error.h"
+#include "sim/sweep/sweep_runner.h"
+#include "sim/sweep/wilson.h"
+#include "test_scenarios.h"
+
+namespace metronome {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("metronome_sweep_test_" + name);
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+// Small and fast: tiny Moshi runs, two grid axes, three seeds; Poisson arrivals so seeds differ.
+SweepSpec small_spec() {
+  SweepSpec s;
+  s.sets = {"horizon_s=60", "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":4,\"max_sessions\":400}",
+            "workload.duration={\"type\":\"exponential\",\"mean_s\":40}", "engine.num_blocks=300",
+            "kv_policy.window_tokens=48", "kv_policy.sink_tokens=4"};
+  s.axes.push_back(parse_grid_axis("kv_policy.type=unbounded,windowed"));
+  s.axes.push_back(parse_grid_axis("admission={\"type\":\"none\"},{\"type\":\"aimd\",\"initial_cap\":4}"));
+  s.seeds = parse_seeds("3");
+  return s;
+}
+
+TEST(Wilson, MatchesKnownValues) {
+  // Reference values (Wilson 1927; e.g. statsmodels proportion_confint(method="wilson")).
+  Interval w = wilson_interval(14, 20);
+  EXPECT_NEAR(w.lo, 0.4810, 5e-4);
+  EXPECT_NEAR(w.hi, 0.8545, 5e-4);
+  w = wilson_interval(0, 20);
+  EXPECT_DOUBLE_EQ(w.lo, 0.0);
+  EXPECT_NEAR(w.hi, 0.1611, 5e-4);
+  w = wilson_interval(20, 20);
+  EXPECT_NEAR(w.lo, 0.8389, 5e-4);
+  EXPECT_DOUBLE_EQ(w.hi, 1.0);
+  w = wilson_interval(50, 100);
+  EXPECT_NEAR(w.lo, 0.4038, 5e-4);
+  EXPECT_NEAR(w.hi, 0.5962, 5e-4);
+}
+
+TEST(SweepArgs, ParseAndReject) {
+  EXPECT_EQ(parse_seeds("3"), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(parse_seeds("5..7"), (std::vector<uint64_t>{5, 6, 7}));
+  EXPECT_EQ(parse_seeds("9,4"), (std::vector<uint64_t>{9, 4}));
+  EXPECT_THROW(parse_seeds("0"), ConfigError);
+  EXPECT_THROW(parse_seeds("7..5"), ConfigError);
+  EXPECT_THROW(parse_seeds("x"), ConfigError);
+  EXPECT_THROW(parse_seeds("-3"), ConfigError);
+  const GridAxis a = parse_grid_axis("workload.arrival={\"type\":\"all_at_once\",\"sessions\":3},{\"a\":[1,2]}");
+  ASSERT_EQ(a.values.size(), 2u);
+  EXPECT_EQ(a.values[0]["sessions"], 3);
+  EXPECT_EQ(parse_grid_axis("kv_policy.type=unbounded,windowed").values[1], "windowed");
+  EXPECT_THROW(parse_grid_axis("novalues"), ConfigError);
+  EXPECT_THROW(parse_grid_axis("k="), ConfigError);
+  EXPECT_THROW(parse_grid_axis("k=1,,2"), ConfigError);
+  EXPECT_EQ(parse_shard("1/4").index, 1);
+  EXPECT_THROW(parse_shard("4/4"), ConfigError);
+  EXPECT_THROW(parse_shard("1"), ConfigError);
+  EXPECT_THROW(parse_shard("0/0"), ConfigError);
+  // A bad grid value is reported before anything runs, naming the point.
+  SweepSpec bad = small_spec();
+  bad.axes.push_back(parse_grid_axis("kv_policy.type=windowed,bogus"));
+  SweepOptions o;
+  o.out_dir = temp_dir("bad");
+  try {
+    run_sweep(bad, o);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_policy.type=bogus"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/runs.csv"));
+}
+
+TEST(Sweep, IdenticalWhateverTheThreadCount) {
+  const SweepSpec spec = small_spec();
+  std::vector<std::string> dirs;
+  for (int j : {1, 2, 5}) {
+    SweepOptions o;
+    o.jobs = j;
+    o.out_dir = temp_dir("j" + std::to_string(j));
+    const auto r = run_sweep(spec, o);
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.written, spec.runs());
+    dirs.push_back(o.out_dir);
+  }
+  for (const char* f : {"runs.csv", "runs.jsonl", "aggregate.csv", "aggregate.json", "sweep.json"}) {
+    const std::string want = slurp(dirs[0] + "/" + f);
+    EXPECT_FALSE(want.empty()) << f;
+    for (size_t i = 1; i < dirs.size(); ++i) EXPECT_EQ(slurp(dirs[i] + "/" + f), want) << f;
+  }
+  // One row per run plus a header; one aggregate row per grid point.
+  const std::string csv = slurp(dirs[0] + "/runs.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), spec.runs() + 1);
+  const auto agg = nlohmann::json::parse(slurp(dirs[0] + "/aggregate.json"));
+  ASSERT_EQ(static_cast<int64_t>(agg.size()), spec.points());
+  // The 300-block pool makes unbounded without admission crash; the aggregate says so.
+  EXPECT_EQ(agg[0]["crash_probability"], 1.0);
+  EXPECT_LT(agg[0]["crash_wilson95_lo"].get<double>(), 1.0);
+  EXPECT_TRUE(agg[3]["n_star_median"].is_number());
+}
+
+TEST(Sweep, TwoShardsMergedEqualOneProcess) {
+  const SweepSpec spec = small_spec();
+  SweepOptions one;
+  one.jobs = 2;
+  one.out_dir = temp_dir("single");
+  run_sweep(spec, one);
+  std::vector<std::string> shards;
+  for (int i = 0; i < 2; ++i) {
+    SweepOptions o;
+    o.jobs = 1;
+    o.shard = Shard{i, 2};
+    o.out_dir = temp_dir("shard" + std::to_string(i));
+    const auto r = run_sweep(spec, o);
+    EXPECT_LT(r.planned, spec.runs());
+    shards.push_back(o.out_dir);
+  }
+  const std::string merged = temp_dir("merged");
+  merge_sweeps(shards, merged);
+  for (const char* f : {"runs.csv", "runs.jsonl", "aggregate.csv", "aggregate.json", "sweep.json"}) {
+    EXPECT_EQ(slurp(merged + "/" + f), slurp(one.out_dir + "/" + f)) << f;
+  }
+  // A missing shard is an error, not a silently smaller sweep.
+  EXPECT_THROW(merge_sweeps({shards[0]}, temp_dir("merged_missing")), ConfigError);
+  // So is a shard given twice.
+  EXPECT_THROW(merge_sweeps({shards[0], shards[0], shards[1]}, temp_dir("merged_twice")), ConfigError);
+}
+
+TEST(Sweep, StopLeavesCompleteRowsAndValidFiles) {
+  const SweepSpec spec = small_spec();
+  std::atomic<bool> stop{true};  // as if Ctrl-C came before the first run
+  SweepOptions o;
+  o.jobs = 2;
+  o.out_dir = temp_dir("stopped");
+  o.stop = &stop;
+  const auto r = run_sweep(spec, o);
+  EXPECT_FALSE(r.complete);
+  const auto meta = nlohmann::json::parse(slurp(o.out_dir + "/sweep.json"));
+  EXPECT_EQ(meta["complete"], false);
+  EXPECT_EQ(meta["runs_written"], r.written);
+  std::ifstream in(o.out_dir + "/runs.jsonl");
+  std::string line;
+  while (std::getline(in, line)) EXPECT_NO_THROW(nlohmann::json::parse(line));
+  EXPECT_NO_THROW(nlohmann::json::parse(slurp(o.out_dir + "/aggregate.json")));
+}
+
+TEST(Capacity, WindowedContrastScenarioIsDeadlineBound) {
+  const Scenario s = load_scenario(std::string(METRONOME_SOURCE_DIR) +
+                                   "/scenarios/admission/moshi_h200_aimd_windowed.json");
+  const CapacityReport c = compute_capacity(s, 0.9);
+  EXPECT_FALSE(c.memory_cap_grows_with_time);
+  EXPECT_GT(c.memory_cap, 300);
+  EXPECT_GT(c.deadline_cap, 100);
+  EXPECT_EQ(c.binding, "deadline");
+  const Scenario u = load_scenario(std::string(METRONOME_SOURCE_DIR) +
+                                   "/scenarios/admission/moshi_h200_aimd_unbounded.json");
+  const CapacityReport cu = compute_capacity(u, 0.9);
+  EXPECT_TRUE(cu.memory_cap_grows_with_time);
+  // Pool tokens over one 600 s call's tokens (12.5/s): about 27.
+  EXPECT_NEAR(static_cast<double>(cu.memory_cap), 208848.0 / 7500.0, 2.0);
+}
+
+}  // namespace
+}  // namespace metronome
