@@ -38,6 +38,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
       durations_(make_duration_distribution(s.workload.duration)),
       next_sample_(sample_period_) {
   if (period_ < 1) period_ = 1;
+  cohorts_ = !preempt_policy_ && jitter_ == 0;
   admission_ = make_admission_controller(s.admission, s.workload.deadline());
   control_on_ = admission_->adaptive();
   control_true_ = s.admission.signal == "true";
@@ -54,16 +55,24 @@ RunResult Engine::run() {
     const Event e = events_.pop();
     sample_until(e.time);
     switch (e.kind) {
-      case EventKind::kDeparture: on_departure(e.time, e.target); break;
+      case EventKind::kDeparture:
+        if (incarnation_[e.target] == e.incarnation) on_departure(e.target);
+        break;
       case EventKind::kStepDone: on_step_done(e.time); break;
       case EventKind::kControl: on_control(e.time); break;
       case EventKind::kArrival: on_arrival(e.time); break;
       case EventKind::kEngineWake:
         if (e.time == wake_at_) {
           wake_at_ = kNever;
-          try_start_step(e.time);
+          step_wanted_ = true;
         }
         break;
+    }
+    // The engine looks for ready frames once all events of this instant are handled, so that what
+    // it serves does not depend on the order of simultaneous departures and arrivals.
+    if (step_wanted_ && (events_.empty() || events_.top().time != e.time)) {
+      step_wanted_ = false;
+      try_start_step(e.time);
     }
   }
   finish();
@@ -91,18 +100,8 @@ void Engine::on_arrival(Time now) {
     return;
   }
 
-  int64_t id;
-  if (!free_slots_.empty()) {
-    id = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    id = static_cast<int64_t>(sessions_.size());
-    sessions_.emplace_back();
-    incarnation_.push_back(0);
-  }
-  ++incarnation_[id];
+  const int64_t id = new_slot();
   Session& s = sessions_[id];
-  s = Session{};
   s.arrival = now;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
   const double left_s = to_seconds(horizon_ - now);
@@ -113,28 +112,77 @@ void Engine::on_arrival(Time now) {
     const Time d = std::max<Time>(1, from_seconds(duration_s));
     s.end = now + d;
     s.frames_total = kv::ceil_div(d, period_);
-    events_.push(s.end, EventKind::kDeparture, id);
+    events_.push(s.end, EventKind::kDeparture, id, incarnation_[id]);
   }
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
-  admit_stack_.push_back({id, s.admit_order});
+  if (preempt_policy_) admit_stack_.push_back({id, s.admit_order});
   ++live_;
   result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
   enqueue(id);
-  try_start_step(now);
+  step_wanted_ = true;
 }
 
-void Engine::on_departure(Time now, int64_t id) {
+int64_t Engine::new_slot() {
+  int64_t id;
+  if (!free_slots_.empty()) {
+    id = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    id = static_cast<int64_t>(sessions_.size());
+    sessions_.emplace_back();
+    incarnation_.push_back(0);
+  }
+  ++incarnation_[id];
+  sessions_[id] = Session{};
+  return id;
+}
+
+// Moves all but the `keep` oldest members of a cohort to a new slot, which the caller queues.
+int64_t Engine::split(int64_t id, int64_t keep) {
+  const int64_t n = new_slot();
+  Session& rest = sessions_[n];
   Session& s = sessions_[id];
-  pool_.release(s.held);
+  rest = s;
+  rest.count = s.count - keep;
+  rest.admit_order = s.admit_order + keep;
+  s.count = keep;
+  if (rest.end != kNever) events_.push(rest.end, EventKind::kDeparture, n, incarnation_[n]);
+  return n;
+}
+
+// A session re-queued right behind an identical cohort whose members were admitted just before it
+// joins that cohort; its slot (and the departure scheduled for it) retire.
+bool Engine::absorb_into_back(int64_t id) {
+  if (!cohorts_ || ready_.empty()) return false;
+  const Ticket b = ready_.back();
+  Session& c = sessions_[b.id];
+  const Session& s = sessions_[id];
+  if (incarnation_[b.id] != b.incarnation || c.state != Session::State::kLive ||
+      s.state != Session::State::kLive || c.in_step || c.stalled || s.stalled ||
+      c.admit_order + c.count != s.admit_order || c.arrival != s.arrival || c.end != s.end ||
+      c.next_frame != s.next_frame || c.next_release != s.next_release || c.ctx != s.ctx ||
+      c.held != s.held || c.recompute != s.recompute || c.frames_total != s.frames_total) {
+    return false;
+  }
+  c.count += s.count;
+  sessions_[id].state = Session::State::kGone;
+  ++incarnation_[id];
+  free_slots_.push_back(id);
+  return true;
+}
+
+void Engine::on_departure(int64_t id) {
+  Session& s = sessions_[id];
+  pool_.release(s.held * s.count);
   s.held = 0;
-  if (s.stalled) --stalled_;
+  if (s.stalled) stalled_ -= s.count;
   s.state = Session::State::kGone;
   count_unserved(s, s.frames_total);
-  departed_due_ += s.frames_total;
-  late_or_lost_ += std::max<int64_t>(0, s.frames_total - s.next_frame);
-  --live_;
-  ++result_.sessions_departed;
+  departed_due_ += s.frames_total * s.count;
+  late_or_lost_ += std::max<int64_t>(0, s.frames_total - s.next_frame) * s.count;
+  live_ -= s.count;
+  result_.sessions_departed += s.count;
   free_slots_.push_back(id);
   if (admit_stack_.size() > 2 * static_cast<size_t>(live_) + 64) {  // keep it O(live sessions)
     std::erase_if(admit_stack_, [&](const Admission& a) {
@@ -142,11 +190,12 @@ void Engine::on_departure(Time now, int64_t id) {
       return v.admit_order != a.order || v.state != Session::State::kLive;
     });
   }
-  try_start_step(now);
+  step_wanted_ = true;
 }
 
-void Engine::count_unserved(const Session& s, int64_t due) {
-  const int64_t unserved = std::max<int64_t>(0, due - s.next_frame);
+void Engine::count_unserved(const Session& s, int64_t due_each) {
+  const int64_t due = due_each * s.count;
+  const int64_t unserved = std::max<int64_t>(0, due_each - s.next_frame) * s.count;
   result_.frames_due += due;
   result_.frames_silent += unserved;
   result_.true_latency.add_censored(unserved);
@@ -158,6 +207,7 @@ void Engine::count_unserved(const Session& s, int64_t due) {
 }
 
 void Engine::enqueue(int64_t id) {
+  if (absorb_into_back(id)) return;
   const Ticket t{id, incarnation_[id]};
   const Time r = sessions_[id].next_release;
   // Releases arrive nearly in order (one period apart), so the insertion point is almost always the
@@ -172,16 +222,25 @@ void Engine::enqueue(int64_t id) {
 }
 
 bool Engine::reserve(int64_t id, Time now) {
+  const int64_t n = n_kv_ + (sessions_[id].next_frame == 0 ? prompt_ : 0);
+  const int64_t total = kv::step_blocks(sessions_[id].ctx, n, window_, block_size_);
+  const int64_t need = total - sessions_[id].held;  // per member
+  bool fits = need == 0 || sessions_[id].count <= pool_.free() / need;
+  if (!fits && sessions_[id].count > 1) {
+    // As many members as fit go now, in admission order; the rest stay at the front of the queue.
+    const int64_t fit = pool_.free() / need;
+    if (fit > 0) {
+      ready_.push_front(ticket(split(id, fit)));
+      fits = true;
+    }
+  }
   Session& s = sessions_[id];
-  const int64_t n = n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
-  const int64_t total = kv::step_blocks(s.ctx, n, window_, block_size_);
-  const int64_t need = total - s.held;
-  if (pool_.try_allocate(need) || (preempt_policy_ && preempt_newer_than(id, need, now) &&
-                                   pool_.try_allocate(need))) {
+  if ((fits && pool_.try_allocate(need * s.count)) ||
+      (preempt_policy_ && preempt_newer_than(id, need, now) && pool_.try_allocate(need))) {
     s.held = total;
     if (s.stalled) {
       s.stalled = false;
-      --stalled_;
+      stalled_ -= s.count;
     }
     if (s.state == Session::State::kPreempted) {
       s.state = Session::State::kLive;
@@ -200,7 +259,7 @@ bool Engine::reserve(int64_t id, Time now) {
     if (s.held > 0) preempt(id, now);  // it is the newest that holds blocks: vLLM evicts it
   } else if (!s.stalled) {
     s.stalled = true;
-    ++stalled_;
+    stalled_ += s.count;
   }
   return false;
 }
@@ -227,6 +286,7 @@ bool Engine::preempt_newer_than(int64_t id, int64_t need, Time now) {
 
 void Engine::preempt(int64_t id, Time now) {
   Session& v = sessions_[id];
+  if (v.count != 1) throw std::logic_error("Engine: cohorts are not used with preemption");
   const int64_t freed = v.held;
   pool_.release(freed);
   v.held = 0;
@@ -249,21 +309,24 @@ void Engine::try_start_step(Time now) {
   batch_.clear();
   kept_.clear();
   int64_t blocked = 0;
-  while (!ready_.empty() && static_cast<int64_t>(batch_.size()) < max_batch_) {
+  batch_members_ = 0;
+  while (!ready_.empty() && batch_members_ < max_batch_) {
     const Ticket t = ready_.front();
-    Session& s = sessions_[t.id];
-    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) {
+    if (incarnation_[t.id] != t.incarnation || sessions_[t.id].state == Session::State::kGone) {
       ready_.pop_front();
       continue;
     }
-    if (s.next_release > now) break;
+    if (sessions_[t.id].next_release > now) break;
     ready_.pop_front();
+    const int64_t room = max_batch_ - batch_members_;
+    if (sessions_[t.id].count > room) ready_.push_front(ticket(split(t.id, room)));
     if (reserve(t.id, now)) {
-      s.in_step = true;
+      sessions_[t.id].in_step = true;
+      batch_members_ += sessions_[t.id].count;
       batch_.push_back(t);
     } else {
       kept_.push_back(t);
-      ++blocked;
+      blocked += sessions_[t.id].count;
     }
   }
   for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) ready_.push_front(*it);
@@ -290,6 +353,8 @@ void Engine::try_start_step(Time now) {
   int64_t decode_passes = 0;
   for (const Ticket& t : batch_) {
     const Session& s = sessions_[t.id];
+    const int64_t c = s.count;
+    const double cd = static_cast<double>(c);
     const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
     const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
     double per_query = static_cast<double>(cached) + 0.5 * static_cast<double>(q + 1);
@@ -297,18 +362,18 @@ void Engine::try_start_step(Time now) {
       per_query = std::min(per_query, static_cast<double>(window_.window + window_.sinks + 1));
     }
     if (q > 0) {
-      ++ingest.sessions;
-      ingest.query_tokens += q;
-      ingest.kv_read_tokens += cached;
-      ingest.qk_pairs += static_cast<double>(q) * per_query;
+      ingest.sessions += c;
+      ingest.query_tokens += q * c;
+      ingest.kv_read_tokens += cached * c;
+      ingest.qk_pairs += static_cast<double>(q) * per_query * cd;
     }
     const int64_t d = std::max<int64_t>(0, n_out_ - (q > 0 ? 1 : 0));
     if (d > 0) {
       const int64_t after = cached + q;
-      ++decode.sessions;
-      decode.query_tokens += 1;
-      decode.kv_read_tokens += after;
-      decode.qk_pairs += static_cast<double>(after + 1);
+      decode.sessions += c;
+      decode.query_tokens += c;
+      decode.kv_read_tokens += after * c;
+      decode.qk_pairs += static_cast<double>(after + 1) * cd;
       decode_passes = std::max(decode_passes, d);
     }
   }
@@ -326,19 +391,20 @@ void Engine::serve_frame(Session& s, Time now) {
   const Time latency = now - s.next_release;
   const double latency_s = to_seconds(latency);
   const int bin = LatencyHistogram::bin_of(latency_s);
-  interval_true_.add_bin(bin, latency_s);
-  ++interval_.frames_served;
-  if (latency <= deadline_) ++interval_.frames_on_time;
+  const int64_t c = s.count;
+  interval_true_.add_bin(bin, latency_s, c);
+  interval_.frames_served += c;
+  if (latency <= deadline_) interval_.frames_on_time += c;
   if (latency <= silence_after_) {
-    interval_answered_.add_bin(bin, latency_s);
-    if (control_on_) control_hist_.add_bin(bin, latency_s);
-    if (latency > deadline_) ++result_.frames_reported_late;
+    interval_answered_.add_bin(bin, latency_s, c);
+    if (control_on_) control_hist_.add_bin(bin, latency_s, c);
+    if (latency > deadline_) result_.frames_reported_late += c;
   } else {
-    ++late_or_lost_;
-    ++interval_late_;
-    if (silence_after_ > deadline_) ++result_.frames_reported_late;
+    late_or_lost_ += c;
+    interval_late_ += c;
+    if (silence_after_ > deadline_) result_.frames_reported_late += c;
   }
-  interval_.tokens_produced += n_out_;
+  interval_.tokens_produced += n_out_ * c;
 }
 
 void Engine::on_step_done(Time now) {
@@ -352,7 +418,7 @@ void Engine::on_step_done(Time now) {
     s.ctx += n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
     s.recompute = 0;
     const int64_t keep = kv::resident_blocks(s.ctx, window_, block_size_);
-    pool_.release(s.held - keep);
+    pool_.release((s.held - keep) * s.count);
     s.held = keep;
     result_.max_resident_blocks_per_session = std::max(result_.max_resident_blocks_per_session, keep);
     serve_frame(s, now);
@@ -362,9 +428,9 @@ void Engine::on_step_done(Time now) {
       enqueue(t.id);
     }
   }
-  if (observer_) observer_->on_step(step_start_, now, static_cast<int64_t>(batch_.size()), pool_.used());
+  if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
   batch_.clear();
-  try_start_step(now);
+  step_wanted_ = true;
 }
 
 int64_t Engine::frames_due_by(const Session& s, Time t) const {
@@ -434,8 +500,8 @@ int64_t Engine::silent_by(Time released_by, int64_t* due) const {
   for (const Session& s : sessions_) {
     if (s.state == Session::State::kGone) continue;
     const int64_t d = frames_due_by(s, released_by);
-    d_total += d;
-    silent += std::max<int64_t>(0, d - s.next_frame);
+    d_total += d * s.count;
+    silent += std::max<int64_t>(0, d - s.next_frame) * s.count;
   }
   if (due) *due = d_total;
   return silent;

@@ -35,6 +35,9 @@ class Engine {
   RunResult run();
 
   const PoolSizing& pool_sizing() const { return sizing_; }
+  // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
+  // they apply: the stall policy without frame jitter.
+  void set_cohorts(bool on) { cohorts_ = on && cohorts_; }
 
  private:
   struct Ticket {  // a reference to a session slot that survives the slot's reuse
@@ -47,7 +50,7 @@ class Engine {
   };
 
   void on_arrival(Time now);
-  void on_departure(Time now, int64_t id);
+  void on_departure(int64_t id);
   void on_step_done(Time now);
   void on_control(Time now);
   int64_t silent_by(Time released_by, int64_t* due) const;
@@ -57,6 +60,10 @@ class Engine {
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
   void enqueue(int64_t id);
+  int64_t new_slot();
+  int64_t split(int64_t id, int64_t keep);
+  bool absorb_into_back(int64_t id);
+  Ticket ticket(int64_t id) const { return {id, incarnation_[id]}; }
   Time release_time(const Session& s, int64_t frame);
   void serve_frame(Session& s, Time now);
   void count_unserved(const Session& s, int64_t due);
@@ -77,6 +84,7 @@ class Engine {
   kv::BlockSize block_size_;
   int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
+  bool cohorts_;
 
   Rng arrival_rng_, duration_rng_, jitter_rng_;
   std::unique_ptr<ArrivalProcess> arrivals_;
@@ -91,6 +99,8 @@ class Engine {
   std::vector<Ticket> batch_;         // sessions in the running step
   std::vector<Ticket> kept_;          // scratch: ready sessions the step could not take
   bool busy_ = false;
+  bool step_wanted_ = false;  // try a step once this instant's events are all handled
+  int64_t batch_members_ = 0;
   Time step_start_ = 0;
   Time wake_at_ = kNever;
   int64_t live_ = 0;

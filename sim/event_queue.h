@@ -7,7 +7,8 @@
 //                  instant, and sets the cap before callers arriving at that instant are admitted;
 //   4. Arrival     a new caller is admitted (or rejected at the cap) and its first frame is ready;
 //   5. EngineWake  the idle engine looks for ready frames last, so it sees all of the above.
-// Events of the same kind and time run in the order they were scheduled (sequence number).
+// Events of the same kind and time run in the order they were scheduled (sequence number). The
+// engine starts a step only after every event of an instant is handled (Engine::run).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct Event {
   EventKind kind;
   uint64_t seq;
   int64_t target;  // session id for departures; unused otherwise
+  uint64_t incarnation;  // of the target's slot: a departure for a reused or merged slot is stale
 
   // Min-heap order: earlier time, then kind, then scheduling order.
   friend bool operator>(const Event& a, const Event& b) {
@@ -42,8 +44,8 @@ struct Event {
 
 class EventQueue {
  public:
-  void push(Time time, EventKind kind, int64_t target = 0) {
-    heap_.push(Event{time, kind, next_seq_++, target});
+  void push(Time time, EventKind kind, int64_t target = 0, uint64_t incarnation = 0) {
+    heap_.push(Event{time, kind, next_seq_++, target, incarnation});
   }
   bool empty() const { return heap_.empty(); }
   const Event& top() const { return heap_.top(); }
