@@ -11,5 +11,6 @@ using Run = std::function<int()>;
 
 Run add_simulate(CLI::App& app);
 Run add_predict(CLI::App& app);
+std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // calibrate/calibrate_command.cpp
 
 }  // namespace metronome::cli

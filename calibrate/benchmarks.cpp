@@ -1,0 +1,153 @@
+#include "calibrate/benchmarks.h"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "calibrate/bench_model.h"
+#include "calibrate/cpu_step.h"
+#if defined(METRONOME_HAVE_CUDA)
+#include "calibrate/gpu_benchmarks.h"
+#endif
+
+namespace metronome::calibrate {
+namespace {
+
+void set_counters(benchmark::State& state, const GridPoint& p, int32_t layers) {
+  state.counters["sessions"] = p.sessions;
+  state.counters["q_len"] = p.q_len;
+  state.counters["ctx"] = p.ctx;
+  state.counters["window"] = static_cast<double>(p.window);
+  state.counters["sinks"] = static_cast<double>(p.sinks);
+  state.counters["layers"] = layers;
+}
+
+void cpu_benchmark(benchmark::State& state, kernels::ModelShape m, GridPoint p, int warmup) {
+  std::unique_ptr<CpuStep> step;
+  try {
+    step = std::make_unique<CpuStep>(m, p);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const auto once = [&] {
+    switch (p.kind) {
+      case BenchKind::kStep: step->run(); break;
+      case BenchKind::kAttention: step->run_attention(); break;
+      case BenchKind::kGemm: step->run_gemms(); break;
+    }
+  };
+  for (int i = 0; i < warmup; ++i) once();
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    once();
+    const auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  if (!step->outputs_finite()) {
+    state.SkipWithError("non-finite output after timing");
+    return;
+  }
+  set_counters(state, p, p.kind == BenchKind::kStep ? m.layers : 1);
+}
+
+}  // namespace
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+int run_benchmarks(const BenchRequest& r) {
+  const auto model = bench_model(r.model);
+  if (!model) {
+    std::string known;
+    for (const auto& n : bench_model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("--model \"" + r.model + "\": unknown model (known: " + known + ")");
+  }
+  const auto grid = find_grid(r.grid);
+  if (!grid) {
+    std::string known;
+    for (const auto& n : grid_names()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("--grid \"" + r.grid + "\": unknown grid (known: " + known + ")");
+  }
+  if (r.backend != "cpu" && r.backend != "gpu") {
+    throw std::invalid_argument("--backend \"" + r.backend + "\": expected cpu or gpu");
+  }
+  benchmark::ClearRegisteredBenchmarks();
+  std::string device, driver = "", runtime = "";
+  const std::string prefix = r.model + "/" + r.backend + "/";
+  if (r.backend == "cpu") {
+    device = cpu_model_name();
+    for (const auto& p : grid->points) {
+      benchmark::RegisterBenchmark((prefix + point_name(p)).c_str(), cpu_benchmark, *model, p,
+                                   grid->warmup)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(grid->min_time_s)
+          ->Repetitions(grid->repetitions);
+    }
+  } else {
+#if defined(METRONOME_HAVE_CUDA)
+    GpuInfo info;
+    std::string why;
+    if (!register_gpu_benchmarks(*model, *grid, info, why)) {
+      std::cerr << "calibrate: no GPU: " << why << "\n";
+      return 2;
+    }
+    device = info.name;
+    driver = info.driver;
+    runtime = info.runtime;
+#else
+    std::cerr << "calibrate: this build has no CUDA kernels (configured without nvcc); use "
+                 "--backend cpu or build where nvcc exists\n";
+    return 2;
+#endif
+  }
+  benchmark::AddCustomContext("metronome_model", r.model);
+  benchmark::AddCustomContext("metronome_backend", r.backend);
+  benchmark::AddCustomContext("metronome_device", device);
+  benchmark::AddCustomContext("metronome_driver", driver);
+  benchmark::AddCustomContext("metronome_cuda_runtime", runtime);
+  benchmark::AddCustomContext("metronome_grid", grid->name);
+  benchmark::AddCustomContext("metronome_protocol",
+                              "manual time (" + std::string(r.backend == "gpu" ? "CUDA events"
+                                                                               : "steady clock") +
+                                  "), " + std::to_string(grid->warmup) + " warm-up, " +
+                                  std::to_string(grid->repetitions) + " repetitions, median");
+
+  // Google Benchmark opens the file but does not create its folder.
+  if (const auto dir = std::filesystem::path(r.out).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+  }
+  std::vector<std::string> args = {"metronome-calibrate", "--benchmark_out=" + r.out,
+                                   "--benchmark_out_format=json"};
+  args.insert(args.end(), r.benchmark_args.begin(), r.benchmark_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  argv.push_back(nullptr);
+  benchmark::Initialize(&argc, argv.data());
+  if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) return 2;
+  const size_t ran = benchmark::RunSpecifiedBenchmarks();
+  benchmark::ClearRegisteredBenchmarks();
+  if (ran == 0) {
+    std::cerr << "calibrate: no benchmark ran (check --benchmark_filter)\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace metronome::calibrate
