@@ -2,7 +2,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +26,15 @@ void set_counters(benchmark::State& state, const GridPoint& p, int32_t layers) {
   state.counters["layers"] = layers;
 }
 
+// The reference kernels run on one thread. On a machine shared with other work (CI, a developer's
+// VM) wall time counts the spells the scheduler gives the core to someone else; the thread's CPU
+// time does not, so it measures the step as a dedicated core would run it.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 void cpu_benchmark(benchmark::State& state, kernels::ModelShape m, GridPoint p, int warmup) {
   std::unique_ptr<CpuStep> step;
   try {
@@ -43,10 +52,9 @@ void cpu_benchmark(benchmark::State& state, kernels::ModelShape m, GridPoint p, 
   };
   for (int i = 0; i < warmup; ++i) once();
   for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_seconds();
     once();
-    const auto t1 = std::chrono::steady_clock::now();
-    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    state.SetIterationTime(thread_cpu_seconds() - t0);
   }
   if (!step->outputs_finite()) {
     state.SkipWithError("non-finite output after timing");
@@ -123,7 +131,7 @@ int run_benchmarks(const BenchRequest& r) {
   benchmark::AddCustomContext("metronome_grid", grid->name);
   benchmark::AddCustomContext("metronome_protocol",
                               "manual time (" + std::string(r.backend == "gpu" ? "CUDA events"
-                                                                               : "steady clock") +
+                                                                               : "thread CPU time, repetitions randomly interleaved") +
                                   "), " + std::to_string(grid->warmup) + " warm-up, " +
                                   std::to_string(grid->repetitions) + " repetitions, median");
 
@@ -134,6 +142,11 @@ int run_benchmarks(const BenchRequest& r) {
   }
   std::vector<std::string> args = {"metronome-calibrate", "--benchmark_out=" + r.out,
                                    "--benchmark_out_format=json"};
+  // On a CPU shared with other work, load drifts over seconds: interleaving the repetitions of all
+  // points in random order turns that drift into scatter the median removes, instead of a bias on
+  // whichever points ran during a busy spell. (Not on the GPU, where each repetition would rebuild
+  // a LayerStep of gigabytes and the device has the machine to itself.)
+  if (r.backend == "cpu") args.push_back("--benchmark_enable_random_interleaving=true");
   args.insert(args.end(), r.benchmark_args.begin(), r.benchmark_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -1,9 +1,10 @@
 // Google Benchmark microbenchmarks over a grid, for one model on one backend.
 //
 // Protocol (STYLE.md, Measurement): each point builds its step once (outside timing), runs
-// `grid.warmup` untimed steps, then Google Benchmark times it with manual time (steady clock on the
+// `grid.warmup` untimed steps, then Google Benchmark times it with manual time (thread CPU time on the
 // CPU, CUDA events on the benchmark's stream on the GPU) for `grid.repetitions` repetitions of at
-// least `grid.min_time_s`; the fit reads the median aggregate. A point that cannot run (out of
+// least `grid.min_time_s`; the fit reads the median aggregate. CPU times are the benchmark thread's
+// CPU time (a dedicated core's view on a shared machine), with repetitions randomly interleaved. A point that cannot run (out of
 // memory, bad shape) is skipped with the error, so a sweep never aborts. Outputs are checked finite
 // after timing. GPU inputs rotate over KV pools larger than L2 inside LayerStep; weights are far
 // larger than L2 for every real model.

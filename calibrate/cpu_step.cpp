@@ -26,7 +26,10 @@ struct CpuStep::Impl {
   // Weights (one set for all layers): PyTorch layout [out, in].
   std::vector<float> w_qkv, w_o, w_gate_up, w_down, w_router;
   // Activations.
-  std::vector<float> x, qkv, q, k_new, v_new, attn, o, gate_up, act, logits;
+  // x is the layer input and stays fixed: feeding y back would shrink the activations by the
+  // weights' gain every call until they reach denormals, which x86 computes slowly, and the time
+  // of a step would depend on how often it had run.
+  std::vector<float> x, qkv, q, k_new, v_new, attn, o, gate_up, act, logits, y;
   std::vector<int32_t> expert_tokens;
 
   int32_t qkv_cols() const { return (m.q_heads + 2 * m.kv_heads) * m.head_dim; }
@@ -59,7 +62,7 @@ struct CpuStep::Impl {
     if (m.experts == 0) {
       ref::linear_ref(o, w_gate_up, total_q, 2 * m.ffn, h, gate_up);
       ref::silu_mul_ref(gate_up, total_q, m.ffn, act);
-      ref::linear_ref(act, w_down, total_q, h, m.ffn, x);
+      ref::linear_ref(act, w_down, total_q, h, m.ffn, y);
       return;
     }
     ref::linear_ref(o, w_router, total_q, m.experts, h, logits);
@@ -67,7 +70,7 @@ struct CpuStep::Impl {
       if (c == 0) continue;
       ref::linear_ref(o, w_gate_up, c, 2 * m.ffn, h, gate_up);
       ref::silu_mul_ref(gate_up, c, m.ffn, act);
-      ref::linear_ref(act, w_down, c, h, m.ffn, x);
+      ref::linear_ref(act, w_down, c, h, m.ffn, y);
     }
   }
 
@@ -149,7 +152,7 @@ CpuStep::CpuStep(const kernels::ModelShape& model, const GridPoint& p, uint64_t 
   d.o.assign(tq * h, 0.f);
   d.gate_up.assign(tq * 2 * f, 0.f);
   d.act.assign(tq * f, 0.f);
-  d.x.resize(tq * h);
+  d.y.assign(tq * h, 0.f);
   d.logits.assign(tq * static_cast<size_t>(std::max(model.experts, 1)), 0.f);
   for (int32_t l = 0; l < model.layers; ++l) {
     d.caches.emplace_back(pool.num_blocks(), d.block_size, model.kv_heads, model.head_dim);
@@ -186,7 +189,7 @@ bool CpuStep::outputs_finite() const {
   const auto finite = [](const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float e) { return std::isfinite(e); });
   };
-  return finite(impl_->x) && finite(impl_->attn) && finite(impl_->o);
+  return finite(impl_->y) && finite(impl_->attn) && finite(impl_->o);
 }
 
 }  // namespace metronome::calibrate

@@ -5,7 +5,7 @@
 //
 // Per layer (same dataflow and omissions as LayerStep):
 //   qkv = x Wqkv^T -> append K, V into the layer's paged cache -> paged attention -> o = attn Wo^T
-//   dense: gate_up = o Wgu^T, act = silu(gate) * up, x' = act Wd^T
+//   dense: gate_up = o Wgu^T, act = silu(gate) * up, y = act Wd^T
 //   MoE:   router logits = o Wr^T, then per active expert e with c_e tokens the expert's MLP on the
 //          first c_e rows (balanced, deterministic routing: token t's j-th expert is
 //          (t * top_k + j) mod experts)

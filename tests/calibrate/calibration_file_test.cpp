@@ -173,3 +173,27 @@ TEST(CalibratedScenario, CalibratedTypeNeedsAFile) {
 
 }  // namespace
 }  // namespace metronome::calibrate
+
+namespace metronome::calibrate {
+namespace {
+
+// The committed CPU calibration and the scenarios that use it: they load, say they are CPU
+// measurements, and drive a (short) simulation.
+TEST(ShippedCalibration, TinyCpuScenariosRunOnTheCommittedFile) {
+  const std::string dir = std::string(METRONOME_SOURCE_DIR) + "/scenarios/calibrated/";
+  for (const char* name : {"tiny_cpu.json", "tiny_cpu_windowed.json"}) {
+    const Scenario s = load_scenario(dir + name, {"horizon_s=3"});
+    const auto cost = make_cost_model(s);
+    EXPECT_TRUE(cost->measured()) << name;
+    EXPECT_NE(cost->label().find("CPU"), std::string::npos) << cost->label();
+    const auto& c = dynamic_cast<const CalibratedCostModel&>(*cost).calibration();
+    EXPECT_EQ(c.backend, "cpu");
+    EXPECT_GT(c.r2, 0.95);
+    EXPECT_LT(c.heldout_median_ape, 0.10);
+    const PassShape p = step_pass_shape({BenchKind::kStep, 6, 4, 500, -1, 0});
+    EXPECT_GT(cost->pass_seconds(p), s.cost_model.step_overhead_s);
+  }
+}
+
+}  // namespace
+}  // namespace metronome::calibrate
