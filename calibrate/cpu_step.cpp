@@ -185,6 +185,8 @@ void CpuStep::run_gemms() {
   impl_->gemms_after_attention();
 }
 
+const std::vector<float>& CpuStep::output() const { return impl_->y; }
+
 bool CpuStep::outputs_finite() const {
   const auto finite = [](const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float e) { return std::isfinite(e); });

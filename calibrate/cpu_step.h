@@ -39,6 +39,8 @@ class CpuStep {
   int32_t total_q() const;
   // False if any output holds a NaN or infinity (checked after timing).
   bool outputs_finite() const;
+  // The last layer's MLP output: [total_q, hidden].
+  const std::vector<float>& output() const;
 
  private:
   struct Impl;

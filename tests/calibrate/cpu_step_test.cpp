@@ -65,6 +65,20 @@ TEST(CpuStep, RunsEveryKindAndStaysFinite) {
   EXPECT_THROW(CpuStep(tiny, GridPoint{BenchKind::kStep, 0, 1, 10, -1, 0}), std::invalid_argument);
 }
 
+// A timed step must do the same work every call: the output of one run never feeds the next, so
+// activations cannot drift (e.g. into denormals, which x86 computes slowly).
+TEST(CpuStep, RepeatedRunsGiveTheSameNonTrivialOutput) {
+  CpuStep step(*bench_model("tiny"), GridPoint{BenchKind::kStep, 2, 3, 50, -1, 0});
+  step.run();
+  const std::vector<float> first = step.output();
+  for (int i = 0; i < 5; ++i) step.run();
+  EXPECT_EQ(step.output(), first);
+  double sum_sq = 0;
+  for (float v : first) sum_sq += double{v} * v;
+  // Small (attention averages values, SwiGLU multiplies two small numbers) but far from denormals.
+  EXPECT_GT(sum_sq / static_cast<double>(first.size()), 1e-12);
+}
+
 TEST(CpuStep, RunsAnMoeModelShape) {
   kernels::ModelShape moe{"toy-moe", 1, 64, 4, 2, 16, 32, 8, 2};
   CpuStep step(moe, GridPoint{BenchKind::kStep, 2, 3, 20, -1, 0});
