@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 
 #include "calibrate/bench_model.h"
@@ -61,6 +63,19 @@ void cpu_benchmark(benchmark::State& state, kernels::ModelShape m, GridPoint p, 
     return;
   }
   set_counters(state, p, p.kind == BenchKind::kStep ? m.layers : 1);
+}
+
+// Google Benchmark writes the coefficient of variation of an all-zero counter (sinks = 0) as -nan,
+// which is not JSON; null keeps the file readable by any JSON reader (those aggregates are unused).
+void sanitize_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  in.close();
+  static const std::regex kNonFinite(R"((:\s*)-?(nan|inf)\b)", std::regex::icase);
+  const std::string text = ss.str(), clean = std::regex_replace(text, kNonFinite, "$1null");
+  if (clean != text) std::ofstream(path) << clean;
 }
 
 }  // namespace
@@ -156,6 +171,7 @@ int run_benchmarks(const BenchRequest& r) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) return 2;
   const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::ClearRegisteredBenchmarks();
+  sanitize_json_file(r.out);
   if (ran == 0) {
     std::cerr << "calibrate: no benchmark ran (check --benchmark_filter)\n";
     return 2;
