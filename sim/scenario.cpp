@@ -157,7 +157,9 @@ CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
   c.type = m.one_of("type", c.type, {"roofline", "calibrated"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
-  if (c.type == "calibrated") c.file = m.string("file", std::nullopt);
+  // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
+  c.file = m.string("file", c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
+  if (c.type == "calibrated" && c.file.empty()) m.fail("file", "the path of a calibration JSON file");
   m.finish();
   return c;
 }
@@ -219,6 +221,18 @@ nlohmann::json read_scenario_json(const std::string& path) {
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");
   resolve_reference(j, "model", "models", base_dir_of(path), source);
   resolve_reference(j, "gpu", "gpus", base_dir_of(path), source);
+  // A calibration file named in a scenario file is relative to that file (a --set one: to the cwd).
+  // Made absolute so that the resolved scenario written beside results still finds it.
+  if (auto cm = j.find("cost_model"); cm != j.end() && cm->is_object()) {
+    if (auto f = cm->find("file"); f != cm->end() && f->is_string() && !path.empty()) {
+      const std::filesystem::path file(f->get<std::string>());
+      if (file.is_relative() && !file.empty()) {
+        *f = std::filesystem::absolute(std::filesystem::path(base_dir_of(path)) / file)
+                 .lexically_normal()
+                 .string();
+      }
+    }
+  }
   return j;
 }
 
@@ -350,7 +364,7 @@ nlohmann::json to_json(const Scenario& s) {
                    {"prompt_tokens", w.prompt_tokens},
                    {"frame_jitter_s", w.frame_jitter_s}};
   json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
-  if (s.cost_model.type == "calibrated") cost["file"] = s.cost_model.file;
+  if (!s.cost_model.file.empty()) cost["file"] = s.cost_model.file;
   const auto& a = s.admission;
   json admission = {{"type", a.type}};
   if (a.type == "static") admission["cap"] = a.cap;

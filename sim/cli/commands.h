@@ -14,5 +14,6 @@ Run add_predict(CLI::App& app);
 Run add_sweep(CLI::App& app);
 Run add_sweep_merge(CLI::App& app);
 Run add_capacity(CLI::App& app);
+std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // calibrate/calibrate_command.cpp
 
 }  // namespace metronome::cli

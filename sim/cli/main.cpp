@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommands({}).back();
   commands.emplace_back(nullptr, cli::add_capacity(app));
   commands.back().first = app.get_subcommands({}).back();
+  commands.push_back(cli::add_calibrate(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

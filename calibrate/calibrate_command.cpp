@@ -1,0 +1,200 @@
+// `metronome calibrate run|fit|roofline|report`: time a grid, fit it, write an analytic file, and
+// compare a calibration with the roofline. Compiled into the metronome executable (see
+// calibrate/CMakeLists.txt), registered by one line in sim/cli/main.cpp.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "calibrate/benchmarks.h"
+#include "calibrate/calibration_writer.h"
+#include "calibrate/grid.h"
+#include "calibrate/pipeline.h"
+#include "calibrate/report.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/scenario_options.h"
+#include "sim/config_error.h"
+#include "sim/cost/calibrated_cost_model.h"
+
+namespace metronome::cli {
+namespace {
+
+using namespace metronome::calibrate;
+
+std::vector<CostTerm> parse_terms(const std::string& list) {
+  std::vector<CostTerm> terms;
+  std::stringstream ss(list);
+  for (std::string name; std::getline(ss, name, ',');) {
+    CostTerm t{};
+    if (!term_from_name(name, t)) {
+      throw ConfigError("--terms: unknown term \"" + name +
+                        "\" (expected fixed, sessions, query_tokens, kv_read_tokens, qk_pairs, "
+                        "expert_layers)");
+    }
+    terms.push_back(t);
+  }
+  return terms;
+}
+
+Grid grid_or_throw(const std::string& name) {
+  auto g = find_grid(name);
+  if (!g) {
+    std::string known;
+    for (const auto& n : grid_names()) known += (known.empty() ? "" : ", ") + n;
+    throw ConfigError("--grid \"" + name + "\": unknown grid (known: " + known + ")");
+  }
+  return *g;
+}
+
+void print_fit(const FitResult& f, std::ostream& o) {
+  for (const auto& t : f.terms) {
+    o << fmt::format("  {:<15} {}\n", term_name(t.term),
+                     t.dropped ? std::string("dropped")
+                               : fmt::format("{:.4g} {}", t.coefficient, term_unit(t.term)));
+  }
+  o << fmt::format("  R2 {:.4f} on {} points; held-out ({} points): median {:.1f}%, max {:.1f}%\n",
+                   f.r2, f.train_points, f.heldout_points, 100 * f.heldout_median_ape,
+                   100 * f.heldout_max_ape);
+  for (const auto& w : f.warnings) o << "calibrate: warning: " << w << "\n";
+}
+
+struct FitFlags {
+  std::string terms;
+  bool allow_negative = false;
+  int heldout_every = 4;
+  void add_to(CLI::App& c) {
+    c.add_option("--terms", terms,
+                 "Comma-separated terms to fit (default: fixed,sessions,query_tokens,"
+                 "kv_read_tokens,qk_pairs and expert_layers for MoE)");
+    c.add_flag("--allow-negative", allow_negative,
+               "Keep negative coefficients (default: drop such a term and refit, with a warning)");
+    c.add_option("--heldout-every", heldout_every, "Hold out every Nth point (sorted by shape)")
+        ->check(CLI::Range(2, 1000));
+  }
+  FitOptions options() const {
+    FitOptions o;
+    if (!terms.empty()) o.terms = parse_terms(terms);
+    o.allow_negative = allow_negative;
+    o.heldout_every = heldout_every;
+    return o;
+  }
+};
+
+}  // namespace
+
+std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "Turn kernel timings into the cost model the simulator runs on: time a grid of step shapes "
+      "(run), fit per-pass cost terms (fit), write an analytic file from datasheets (roofline), "
+      "compare a calibration with the roofline (report).");
+  cmd->require_subcommand(1);
+
+  struct RunOpts {
+    std::string model, backend = "cpu", grid, out;
+    std::vector<std::string> bench_args;
+  };
+  auto ro = std::make_shared<RunOpts>();
+  auto* run = cmd->add_subcommand("run", "Time the grid on this machine's GPU or CPU; writes Google "
+                                         "Benchmark JSON (a CPU run is labelled CPU everywhere)");
+  run->add_option("--model", ro->model, "Model name (scenarios/models)")->required();
+  run->add_option("--backend", ro->backend, "gpu (CUDA kernels) or cpu (reference kernels)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  run->add_option("--grid", ro->grid, "Grid: ci, cpu, gpu, gpu-quick (default: cpu or gpu, by backend)");
+  run->add_option("--out", ro->out, "Benchmark JSON to write")->required();
+  run->add_option("--benchmark-arg", ro->bench_args,
+                  "Passed to Google Benchmark, e.g. --benchmark-arg=--benchmark_filter=step");
+
+  struct FitOpts {
+    std::string bench, out;
+    FitFlags flags;
+  };
+  auto fo = std::make_shared<FitOpts>();
+  auto* fit = cmd->add_subcommand("fit", "Fit benchmark JSON to a calibration file");
+  fit->add_option("--bench", fo->bench, "Benchmark JSON from `calibrate run`")->required();
+  fit->add_option("--out", fo->out, "Calibration file to write")->required();
+  fo->flags.add_to(*fit);
+
+  struct RoofOpts {
+    ScenarioOptions scenario;
+    std::string grid = "gpu", out;
+    FitFlags flags;
+  };
+  auto oo = std::make_shared<RoofOpts>();
+  auto* roof = cmd->add_subcommand(
+      "roofline", "Write an analytic calibration file (measured: false) from the scenario's model "
+                  "and GPU datasheet, the roofline evaluated on a grid and fitted with the same terms");
+  oo->scenario.add_to(*roof);
+  roof->add_option("--grid", oo->grid, "Grid whose step points the roofline is evaluated on");
+  roof->add_option("--out", oo->out, "Calibration file to write")->required();
+  oo->flags.add_to(*roof);
+
+  struct ReportOpts {
+    ScenarioOptions scenario;
+    std::string calibration, grid, out;
+  };
+  auto po = std::make_shared<ReportOpts>();
+  auto* rep = cmd->add_subcommand(
+      "report", "Compare a calibration with the roofline of the scenario's model and GPU on the same "
+                "grid (the calibration's own points unless --grid); text, or JSON with --json");
+  rep->add_option("--calibration", po->calibration, "Calibration file")->required();
+  po->scenario.add_to(*rep);
+  rep->add_option("--grid", po->grid, "Compare on this grid instead of the file's points");
+  rep->add_option("--out", po->out, "Also write the JSON report to this file");
+
+  Run body = [=]() -> int {
+    if (run->parsed()) {
+      BenchRequest r{ro->model, ro->backend,
+                     ro->grid.empty() ? (ro->backend == "gpu" ? "gpu" : "cpu") : ro->grid, ro->out,
+                     ro->bench_args};
+      try {
+        return run_benchmarks(r);
+      } catch (const std::invalid_argument& e) {
+        throw ConfigError(e.what());
+      }
+    }
+    if (fit->parsed()) {
+      const BenchRun b = read_bench_json(fo->bench);
+      FitResult f;
+      const auto j = fit_benchmarks(b, fo->flags.options(), &f);
+      write_json_file(fo->out, j);
+      std::cout << "calibrate: " << j["label"].get<std::string>() << " -> " << fo->out << "\n";
+      print_fit(f, std::cout);
+      return 0;
+    }
+    if (roof->parsed()) {
+      const Scenario s = oo->scenario.load();
+      FitResult f;
+      const auto j = roofline_calibration(s, grid_or_throw(oo->grid), oo->flags.options(), &f);
+      write_json_file(oo->out, j);
+      std::cout << "calibrate: analytic " << j["label"].get<std::string>() << " -> " << oo->out << "\n";
+      print_fit(f, std::cout);
+      return 0;
+    }
+    // report
+    const Calibration c = read_calibration(po->calibration);
+    nlohmann::json file = nlohmann::json::parse(std::ifstream(po->calibration));
+    Scenario s = po->scenario.scenario.empty() && po->scenario.sets.empty()
+                     ? load_scenario("", {"model=" + c.model_name})
+                     : po->scenario.load();
+    if (s.model.name != c.model_name) {
+      throw ConfigError(po->calibration + ": model \"" + c.model_name + "\" differs from the scenario's \"" +
+                        s.model.name + "\"");
+    }
+    std::optional<Grid> grid;
+    if (!po->grid.empty()) grid = grid_or_throw(po->grid);
+    const auto r = compare_with_roofline(file, c, s, grid);
+    if (!po->out.empty()) write_json_file(po->out, report_json(r));
+    if (po->scenario.json) {
+      std::cout << report_json(r).dump(2) << "\n";
+    } else {
+      std::cout << report_text(r);
+    }
+    return 0;
+  };
+  return {cmd, body};
+}
+
+}  // namespace metronome::cli

@@ -1,0 +1,89 @@
+#include "calibrate/calibration_writer.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/config_error.h"
+
+namespace metronome::calibrate {
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fit) {
+  using nlohmann::json;
+  json terms = json::array();
+  for (const auto& t : fit.terms) {
+    terms.push_back({{"name", term_name(t.term)},
+                     {"coefficient", t.coefficient},
+                     {"unit", term_unit(t.term)},
+                     {"dropped", t.dropped}});
+  }
+  json points = json::array();
+  for (size_t i = 0; i < fit.samples.size(); ++i) {
+    const auto& s = fit.samples[i];
+    points.push_back({{"name", s.name},
+                      {"sessions", s.point.sessions},
+                      {"q_len", s.point.q_len},
+                      {"ctx", s.point.ctx},
+                      {"window", s.point.window},
+                      {"sinks", s.point.sinks},
+                      {"query_tokens", s.shape.query_tokens},
+                      {"kv_read_tokens", s.shape.kv_read_tokens},
+                      {"qk_pairs", s.shape.qk_pairs},
+                      {meta.measured ? "measured_s" : "analytic_s", s.seconds},
+                      {"fitted_s", fit.predicted[i]},
+                      {"set", fit.heldout[i] ? "heldout" : "train"}});
+  }
+  json warnings = fit.warnings;
+  return {{"kind", kCalibrationKind},
+          {"schema_version", kCalibrationSchemaVersion},
+          {"measured", meta.measured},
+          {"backend", meta.backend},
+          {"label", meta.label},
+          {"comment", meta.comment},
+          {"date", meta.date.empty() ? utc_now_iso8601() : meta.date},
+          {"model",
+           {{"name", meta.model_name},
+            {"layers", meta.model.layers},
+            {"experts", meta.model.experts},
+            {"experts_active", meta.model.experts_active}}},
+          {"device",
+           {{"name", meta.device_name},
+            {"driver", meta.driver},
+            {"cuda_runtime", meta.cuda_runtime},
+            {"host", meta.host}}},
+          {"source", meta.source},
+          {"grid", meta.grid},
+          {"fit",
+           {{"method", "least squares on relative error (Eigen column-pivoting QR), non-negative "
+                       "by dropping terms; every " + std::to_string(fit.heldout_every) +
+                       "th point by shape held out"},
+            {"terms", terms},
+            {"r2", fit.r2},
+            {"train_points", fit.train_points},
+            {"heldout_points", fit.heldout_points},
+            {"heldout_median_ape", fit.heldout_median_ape},
+            {"heldout_max_ape", fit.heldout_max_ape},
+            {"warnings", warnings}}},
+          {"points", points}};
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::ofstream out(path);
+  if (!out) throw ConfigError(path + ": cannot write");
+  out << j.dump(2) << "\n";
+  if (!out) throw ConfigError(path + ": write failed");
+}
+
+}  // namespace metronome::calibrate

@@ -1,0 +1,31 @@
+// Writes a calibration file (schema: sim/cost/calibrated_cost_model.h) from a fit, for a measured
+// benchmark run or for the roofline evaluated on a grid (analytic). The simulator's reader validates
+// every field this writes; a round-trip test keeps the two in step.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/fit.h"
+
+namespace metronome::calibrate {
+
+struct CalibrationMeta {
+  bool measured = true;
+  std::string backend;  // gpu | cpu | analytic
+  std::string label;
+  std::string comment;
+  std::string date;  // ISO 8601; empty: now (UTC)
+  std::string model_name;
+  TermModel model;
+  std::string device_name, driver, cuda_runtime, host;
+  nlohmann::json source = nlohmann::json::object();  // where the timings came from
+  nlohmann::json grid = nlohmann::json::object();
+};
+
+nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fit);
+void write_json_file(const std::string& path, const nlohmann::json& j);
+std::string utc_now_iso8601();
+
+}  // namespace metronome::calibrate

@@ -1,0 +1,90 @@
+#include "calibrate/pipeline.h"
+
+#include "calibrate/calibration_writer.h"
+#include "calibrate/step_shape.h"
+#include "sim/cost/roofline_cost_model.h"
+
+namespace metronome::calibrate {
+
+ModelConfig scenario_model(const std::string& name) {
+  // The built-in default scenario with its model swapped: the catalog's own validation applies.
+  return load_scenario("", {"model=" + name}).model;
+}
+
+TermModel term_model(const ModelConfig& m) { return {m.layers, m.experts, m.experts_active}; }
+
+nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, FitResult* result) {
+  const ModelConfig model = scenario_model(run.model);
+  std::vector<FitSample> samples;
+  nlohmann::json diagnostics = nlohmann::json::array();
+  for (const auto& b : run.samples) {
+    if (b.point.kind != BenchKind::kStep) {
+      diagnostics.push_back({{"name", b.name}, {"seconds", b.seconds}});
+      continue;
+    }
+    if (b.layers != model.layers) {
+      throw FitError(run.source + ": benchmark \"" + b.name + "\" timed " + std::to_string(b.layers) +
+                     " layers, model \"" + model.name + "\" has " + std::to_string(model.layers));
+    }
+    samples.push_back({b.name, b.point, step_pass_shape(b.point), b.seconds});
+  }
+  FitResult fit;
+  try {
+    fit = fit_cost_model(samples, term_model(model), options);
+  } catch (const FitError& e) {
+    throw FitError(run.source + ": " + e.what());
+  }
+  for (const auto& s : run.skipped) fit.warnings.push_back("benchmark skipped with an error: " + s);
+  CalibrationMeta meta;
+  meta.measured = true;
+  meta.backend = run.backend;
+  meta.label = run.backend == "cpu"
+                   ? "measured on a CPU (reference kernels), not a GPU: " + run.device
+                   : "measured on GPU " + run.device;
+  meta.model_name = model.name;
+  meta.model = term_model(model);
+  meta.device_name = run.device;
+  meta.driver = run.driver;
+  meta.cuda_runtime = run.cuda_runtime;
+  meta.host = run.host;
+  meta.date = run.date;
+  meta.source = {{"benchmark_json", run.source},
+                 {"protocol", run.protocol},
+                 {"skipped", run.skipped},
+                 {"other_benchmarks", diagnostics}};
+  meta.grid = {{"name", run.grid}, {"step_points", samples.size()}};
+  auto j = calibration_json(meta, fit);
+  if (result) *result = std::move(fit);
+  return j;
+}
+
+nlohmann::json roofline_calibration(const Scenario& s, const Grid& grid, const FitOptions& options,
+                                    FitResult* result) {
+  const RooflineCostModel roofline(s.model, s.gpu, 0.0);
+  std::vector<FitSample> samples;
+  for (const auto& p : grid.points) {
+    if (p.kind != BenchKind::kStep) continue;
+    const PassShape shape = step_pass_shape(p);
+    samples.push_back({point_name(p), p, shape, roofline.pass_seconds(shape)});
+  }
+  FitResult fit = fit_cost_model(samples, term_model(s.model), options);
+  CalibrationMeta meta;
+  meta.measured = false;
+  meta.backend = "analytic";
+  meta.label = "roofline of the " + s.gpu.name + " datasheet (" + s.model.name +
+               "), fitted on grid " + grid.name + "; not a measurement";
+  meta.model_name = s.model.name;
+  meta.model = term_model(s.model);
+  meta.device_name = s.gpu.name + " (datasheet)";
+  meta.source = {{"roofline",
+                  {{"gpu", s.gpu.name},
+                   {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},
+                   {"bf16_flops", s.gpu.bf16_flops}}},
+                 {"scenario", s.source}};
+  meta.grid = {{"name", grid.name}, {"step_points", samples.size()}};
+  auto j = calibration_json(meta, fit);
+  if (result) *result = std::move(fit);
+  return j;
+}
+
+}  // namespace metronome::calibrate

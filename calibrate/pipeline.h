@@ -1,0 +1,32 @@
+// The steps `metronome calibrate fit` and `metronome calibrate roofline` run, as functions for the
+// command and the tests: benchmark JSON -> fit -> calibration JSON; roofline on a grid -> fit ->
+// analytic calibration JSON.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/bench_json.h"
+#include "calibrate/fit.h"
+#include "sim/model.h"
+#include "sim/scenario.h"
+
+namespace metronome::calibrate {
+
+// The scenario catalog's description of a model (scenarios/models/<name>.json); ConfigError if
+// unknown.
+ModelConfig scenario_model(const std::string& name);
+TermModel term_model(const ModelConfig& m);
+
+// Only the benchmarks of kind "step" are fitted; the others (attention, gemm) are listed in the
+// file's source section as diagnostics. `result` (optional) receives the fit.
+nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options,
+                              FitResult* result = nullptr);
+
+// The roofline of the scenario's model and GPU (without step overhead), evaluated on the grid's
+// step points and fitted with the same terms: an analytic file, "measured": false.
+nlohmann::json roofline_calibration(const Scenario& s, const Grid& grid, const FitOptions& options,
+                                    FitResult* result = nullptr);
+
+}  // namespace metronome::calibrate

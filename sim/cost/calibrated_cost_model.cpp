@@ -1,0 +1,185 @@
+#include "sim/cost/calibrated_cost_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sim/config_error.h"
+#include "sim/json_section.h"
+
+namespace metronome {
+
+namespace {
+struct TermInfo {
+  CostTerm term;
+  std::string_view name, unit;
+};
+constexpr TermInfo kTerms[] = {
+    {CostTerm::kFixed, "fixed", "s"},
+    {CostTerm::kSessions, "sessions", "s/session"},
+    {CostTerm::kQueryTokens, "query_tokens", "s/token"},
+    {CostTerm::kKvReadTokens, "kv_read_tokens", "s/token"},
+    {CostTerm::kQkPairs, "qk_pairs", "s/pair"},
+    {CostTerm::kExpertLayers, "expert_layers", "s/(expert x layer)"},
+};
+}  // namespace
+
+std::string_view term_name(CostTerm t) { return kTerms[static_cast<int>(t)].name; }
+std::string_view term_unit(CostTerm t) { return kTerms[static_cast<int>(t)].unit; }
+bool term_from_name(std::string_view name, CostTerm& out) {
+  for (const auto& i : kTerms) {
+    if (i.name == name) {
+      out = i.term;
+      return true;
+    }
+  }
+  return false;
+}
+
+double TermModel::experts_touched(int64_t tokens) const {
+  if (experts <= 0 || tokens <= 0) return 0;
+  const double e = static_cast<double>(experts), k = static_cast<double>(experts_active);
+  return e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(tokens)));
+}
+
+double term_feature(CostTerm t, const PassShape& s, const TermModel& m) {
+  switch (t) {
+    case CostTerm::kFixed: return 1.0;
+    case CostTerm::kSessions: return static_cast<double>(s.sessions);
+    case CostTerm::kQueryTokens: return static_cast<double>(s.query_tokens);
+    case CostTerm::kKvReadTokens: return static_cast<double>(s.kv_read_tokens);
+    case CostTerm::kQkPairs: return s.qk_pairs;
+    case CostTerm::kExpertLayers:
+      return static_cast<double>(m.layers) * m.experts_touched(s.query_tokens);
+  }
+  return 0;
+}
+
+double Calibration::seconds(const PassShape& s) const {
+  double t = 0;
+  for (const auto& term : terms) {
+    if (!term.dropped) t += term.coefficient * term_feature(term.term, s, model);
+  }
+  return t;
+}
+
+Calibration parse_calibration(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw ConfigError(source + ": expected a calibration JSON object");
+  JsonSection top(j, source, "");
+  Calibration c;
+  c.source = source;
+  if (top.string("kind", std::nullopt) != kCalibrationKind) {
+    top.fail("kind", "\"" + std::string(kCalibrationKind) + "\" (not a calibration file)");
+  }
+  const int64_t version = top.integer("schema_version", std::nullopt, 0, 1'000'000);
+  if (version != kCalibrationSchemaVersion) {
+    throw ConfigError(fmt::format("{}: schema_version: this build reads version {}, the file is "
+                                  "version {}; regenerate it with `metronome calibrate fit`",
+                                  source, kCalibrationSchemaVersion, version));
+  }
+  c.measured = top.boolean("measured", false);
+  if (!top.has("measured")) top.fail("measured", "true or false");
+  c.backend = top.one_of("backend", std::nullopt, {"gpu", "cpu", "analytic"});
+  if (c.measured == (c.backend == "analytic")) {
+    top.fail("measured", c.measured ? "false for an analytic file" : "true for a measured backend");
+  }
+  c.label = top.string("label", "");
+  c.date = top.string("date", std::nullopt);
+  top.string("comment", "");
+  {
+    JsonSection m = top.section("model", true);
+    c.model_name = m.string("name", std::nullopt);
+    c.model.layers = m.integer("layers", std::nullopt, 1, 100000);
+    c.model.experts = m.integer("experts", 0, 0, 100000);
+    c.model.experts_active = m.integer("experts_active", 0, 0, 100000);
+    if (c.model.experts > 0 && (c.model.experts_active < 1 || c.model.experts_active > c.model.experts)) {
+      m.fail("experts_active", "between 1 and experts for an MoE model");
+    }
+    m.finish();
+  }
+  {
+    JsonSection d = top.section("device", true);
+    c.device_name = d.string("name", std::nullopt);
+    c.driver = d.string("driver", "");
+    d.string("cuda_runtime", "");
+    d.string("host", "");
+    d.finish();
+  }
+  top.raw("source");
+  top.raw("grid");
+  top.raw("points");
+  {
+    JsonSection f = top.section("fit", true);
+    f.string("method", "");
+    f.raw("warnings");
+    f.integer("train_points", 0, 0, 1'000'000'000);
+    f.integer("heldout_points", 0, 0, 1'000'000'000);
+    c.r2 = f.in_range("r2", std::nullopt, -1e300, 1.0);
+    c.heldout_median_ape = f.in_range("heldout_median_ape", std::nullopt, 0, 1e300);
+    c.heldout_max_ape = f.in_range("heldout_max_ape", std::nullopt, 0, 1e300);
+    const nlohmann::json& terms = f.raw("terms");
+    if (!terms.is_array() || terms.empty()) f.fail("terms", "a non-empty array of {name, coefficient}");
+    std::vector<bool> seen(kAllCostTerms.size(), false);
+    for (size_t i = 0; i < terms.size(); ++i) {
+      const std::string where = f.field("terms") + "[" + std::to_string(i) + "]";
+      if (!terms[i].is_object()) throw ConfigError(source + ": " + where + ": expected an object");
+      JsonSection t(terms[i], source, where);
+      const std::string name = t.string("name", std::nullopt);
+      CalibrationTerm ct{};
+      if (!term_from_name(name, ct.term)) {
+        t.fail("name", "one of fixed, sessions, query_tokens, kv_read_tokens, qk_pairs, expert_layers");
+      }
+      if (seen[static_cast<size_t>(ct.term)]) t.fail("name", "each term once");
+      seen[static_cast<size_t>(ct.term)] = true;
+      ct.coefficient = t.number("coefficient", std::nullopt);
+      ct.dropped = t.boolean("dropped", false);
+      const std::string unit = t.string("unit", std::string(term_unit(ct.term)));
+      if (unit != term_unit(ct.term)) t.fail("unit", "\"" + std::string(term_unit(ct.term)) + "\"");
+      t.finish();
+      if (ct.term == CostTerm::kExpertLayers && c.model.experts == 0 && ct.coefficient != 0 && !ct.dropped) {
+        t.fail("name", "no expert_layers term for a dense model (model.experts is 0)");
+      }
+      c.terms.push_back(ct);
+    }
+    f.finish();
+  }
+  top.finish();
+  return c;
+}
+
+Calibration read_calibration(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open the calibration file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON: " + e.what());
+  }
+  return parse_calibration(j, path);
+}
+
+CalibratedCostModel::CalibratedCostModel(Calibration c, double step_overhead_s)
+    : c_(std::move(c)), overhead_s_(step_overhead_s) {}
+
+double CalibratedCostModel::pass_seconds(const PassShape& s) const {
+  if (s.sessions == 0) return 0;
+  // A fit can dip below zero far outside its grid; a pass never takes negative time.
+  return overhead_s_ + std::max(0.0, c_.seconds(s));
+}
+
+std::string CalibratedCostModel::label() const {
+  if (!c_.measured) return fmt::format("analytic: {} (calibration file {})", c_.label, c_.source);
+  const std::string what = c_.backend == "cpu"
+                               ? fmt::format("CPU reference kernels on {} (a CPU, not a GPU)", c_.device_name)
+                               : fmt::format("GPU {}{}", c_.device_name,
+                                             c_.driver.empty() ? "" : ", driver " + c_.driver);
+  return fmt::format("measured: {}, {} ({}), R2 {:.4f}, held-out median {:.1f}% max {:.1f}%", what,
+                     c_.source, c_.date, c_.r2, 100 * c_.heldout_median_ape, 100 * c_.heldout_max_ape);
+}
+
+}  // namespace metronome
