@@ -132,6 +132,12 @@ int run_benchmarks(const BenchRequest& r) {
     device = info.name;
     driver = info.driver;
     runtime = info.runtime;
+#elif defined(METRONOME_CPU_ONLY_EXECUTABLE)
+    std::cerr << "calibrate: `metronome calibrate run` times the CPU backend only (it does not load "
+                 "the CUDA libraries); time the GPU with metronome_calibrate_bench --backend gpu "
+                 "(built beside it where nvcc exists; scripts/gpu_calibrate.sh runs it on a "
+                 "device), then fit its JSON with `metronome calibrate fit`\n";
+    return 2;
 #else
     std::cerr << "calibrate: this build has no CUDA kernels (configured without nvcc); use "
                  "--backend cpu or build where nvcc exists\n";

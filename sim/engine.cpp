@@ -176,7 +176,10 @@ void Engine::on_departure(int64_t id) {
   Session& s = sessions_[id];
   pool_.release(s.held * s.count);
   s.held = 0;
-  if (s.stalled) stalled_ -= s.count;
+  if (s.stalled) {
+    stalled_ -= s.count;
+    if (!preempt_policy_) ++blocked_dead_;  // its entry in blocked_ is now dead
+  }
   s.state = Session::State::kGone;
   count_unserved(s, s.frames_total);
   departed_due_ += s.frames_total * s.count;
@@ -208,7 +211,7 @@ void Engine::count_unserved(const Session& s, int64_t due_each) {
 
 void Engine::enqueue(int64_t id) {
   if (absorb_into_back(id)) return;
-  const Ticket t{id, incarnation_[id]};
+  const Ticket t{id, incarnation_[id], next_seq_++};
   const Time r = sessions_[id].next_release;
   // Releases arrive nearly in order (one period apart), so the insertion point is almost always the
   // back; equal times keep scheduling order, which makes the run deterministic.
@@ -221,7 +224,8 @@ void Engine::enqueue(int64_t id) {
   ready_.insert(i, t);
 }
 
-bool Engine::reserve(int64_t id, Time now) {
+bool Engine::reserve(const Ticket& t, Time now) {
+  const int64_t id = t.id;
   const int64_t n = n_kv_ + (sessions_[id].next_frame == 0 ? prompt_ : 0);
   const int64_t total = kv::step_blocks(sessions_[id].ctx, n, window_, block_size_);
   const int64_t need = total - sessions_[id].held;  // per member
@@ -230,7 +234,8 @@ bool Engine::reserve(int64_t id, Time now) {
     // As many members as fit go now, in admission order; the rest stay at the front of the queue.
     const int64_t fit = pool_.free() / need;
     if (fit > 0) {
-      ready_.push_front(ticket(split(id, fit)));
+      const int64_t rest = split(id, fit);
+      ready_.push_front({rest, incarnation_[rest], t.seq});
       fits = true;
     }
   }
@@ -304,30 +309,70 @@ void Engine::preempt(int64_t id, Time now) {
   if (observer_) observer_->on_preempt(now, id, freed);
 }
 
+// A frame that cannot get blocks under the stall policy waits outside the ready queue, in the
+// queue's (next_release, seq) order: until blocks are freed its need cannot be met, and retrying it
+// on every step would make a stalled engine quadratic in its sessions. Returns its position.
+size_t Engine::block(const Ticket& t) {
+  while (blocked_.size() > blocked_head_ && !valid(blocked_.back())) {
+    blocked_.pop_back();
+    if (blocked_dead_ > 0) --blocked_dead_;
+  }
+  auto it = blocked_.end();
+  const auto head = blocked_.begin() + static_cast<ptrdiff_t>(blocked_head_);
+  while (it != head && (!valid(*std::prev(it)) || before(t, *std::prev(it)))) --it;
+  return static_cast<size_t>(blocked_.insert(it, t) - blocked_.begin());
+}
+
 void Engine::try_start_step(Time now) {
   if (busy_) return;
   batch_.clear();
   kept_.clear();
   int64_t blocked = 0;
   batch_members_ = 0;
-  while (!ready_.empty() && batch_members_ < max_batch_) {
-    const Ticket t = ready_.front();
-    if (incarnation_[t.id] != t.incarnation || sessions_[t.id].state == Session::State::kGone) {
+  // Blocked frames are considered again, merged into the ready order, only if blocks were freed
+  // since they failed, and only while a block is free (each needs at least one).
+  while (blocked_head_ < blocked_.size() && !valid(blocked_[blocked_head_])) ++blocked_head_;
+  size_t cursor = pool_.released_total() != released_seen_ ? blocked_head_ : blocked_.size();
+  released_seen_ = pool_.released_total();
+  while (batch_members_ < max_batch_) {
+    while (!ready_.empty() && !valid(ready_.front())) ready_.pop_front();
+    if (pool_.free() == 0) cursor = blocked_.size();
+    while (cursor < blocked_.size() && !valid(blocked_[cursor])) ++cursor;
+    const bool from_ready = !ready_.empty() && sessions_[ready_.front().id].next_release <= now;
+    const bool from_blocked = cursor < blocked_.size();
+    if (!from_ready && !from_blocked) break;
+    Ticket t;
+    if (from_blocked && (!from_ready || before(blocked_[cursor], ready_.front()))) {
+      t = blocked_[cursor];
+      blocked_[cursor].incarnation = ~uint64_t{0};  // taken: a tombstone until compaction
+      ++cursor;
+      ++blocked_dead_;
+    } else {
+      t = ready_.front();
       ready_.pop_front();
-      continue;
     }
-    if (sessions_[t.id].next_release > now) break;
-    ready_.pop_front();
     const int64_t room = max_batch_ - batch_members_;
-    if (sessions_[t.id].count > room) ready_.push_front(ticket(split(t.id, room)));
-    if (reserve(t.id, now)) {
+    if (sessions_[t.id].count > room) {
+      const int64_t rest = split(t.id, room);
+      ready_.push_front({rest, incarnation_[rest], t.seq});
+    }
+    if (reserve(t, now)) {
       sessions_[t.id].in_step = true;
       batch_members_ += sessions_[t.id].count;
       batch_.push_back(t);
     } else {
-      kept_.push_back(t);
+      if (preempt_policy_) {
+        kept_.push_back(t);
+      } else if (block(t) <= cursor) {
+        ++cursor;  // not to be retried in this pass
+      }
       blocked += sessions_[t.id].count;
     }
+  }
+  if (blocked_dead_ > blocked_.size() / 2) {
+    std::erase_if(blocked_, [&](const Ticket& b) { return !valid(b); });
+    blocked_dead_ = 0;
+    blocked_head_ = 0;
   }
   for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) ready_.push_front(*it);
   if (blocked > 0 && observer_) observer_->on_stall(now, blocked);

@@ -43,6 +43,7 @@ class Engine {
   struct Ticket {  // a reference to a session slot that survives the slot's reuse
     int64_t id;
     uint64_t incarnation;
+    uint64_t seq;  // enqueue order: the ready queue is sorted by (next_release, seq)
   };
   struct Admission {  // an entry of the admission order; stale once the session is re-admitted
     int64_t id;
@@ -56,14 +57,21 @@ class Engine {
   int64_t silent_by(Time released_by, int64_t* due) const;
   void summarise_admission();
   void try_start_step(Time now);
-  bool reserve(int64_t id, Time now);
+  bool reserve(const Ticket& t, Time now);
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
   void enqueue(int64_t id);
   int64_t new_slot();
   int64_t split(int64_t id, int64_t keep);
   bool absorb_into_back(int64_t id);
-  Ticket ticket(int64_t id) const { return {id, incarnation_[id]}; }
+  bool valid(const Ticket& t) const {
+    return incarnation_[t.id] == t.incarnation && sessions_[t.id].state != Session::State::kGone;
+  }
+  bool before(const Ticket& a, const Ticket& b) const {
+    const Time ra = sessions_[a.id].next_release, rb = sessions_[b.id].next_release;
+    return ra != rb ? ra < rb : a.seq < b.seq;
+  }
+  size_t block(const Ticket& t);
   Time release_time(const Session& s, int64_t frame);
   void serve_frame(Session& s, Time now);
   void count_unserved(const Session& s, int64_t due);
@@ -98,6 +106,13 @@ class Engine {
   std::vector<Admission> admit_stack_;   // admission order, for preempting the newest
   std::vector<Ticket> batch_;         // sessions in the running step
   std::vector<Ticket> kept_;          // scratch: ready sessions the step could not take
+  // Frames that could not get blocks (stall policy), out of the ready queue until blocks are freed:
+  // retrying them on every step would make a stalled engine quadratic in its sessions.
+  std::vector<Ticket> blocked_;  // sorted like the ready queue
+  size_t blocked_dead_ = 0;  // entries taken or departed, awaiting compaction
+  size_t blocked_head_ = 0;  // entries before it are all dead
+  int64_t released_seen_ = 0;
+  uint64_t next_seq_ = 0;
   bool busy_ = false;
   bool step_wanted_ = false;  // try a step once this instant's events are all handled
   int64_t batch_members_ = 0;

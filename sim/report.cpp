@@ -154,7 +154,8 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
                              : std::string("no stall"));
   if (r.first_stall_s) {
     auto err = [&](const std::optional<double>& pred) {
-      return pred ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred) : std::string("n/a");
+      return pred && *pred > 0 ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred)
+                               : std::string("n/a");
     };
     o << fmt::format("           saturation vs first-order: {} (whole blocks), {} (continuous)\n",
                      err(p.t_sat_blocks_s), err(p.t_sat_continuous_s));

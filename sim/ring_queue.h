@@ -28,6 +28,7 @@ class RingQueue {
     buf_[head_] = v;
     ++size_;
   }
+  void clear() { head_ = size_ = 0; }
   void pop_front() {
     head_ = (head_ + 1) & mask_;
     --size_;
