@@ -43,7 +43,12 @@ def spec(name, quick):
     """An experiment file, with its "quick" section merged over it in --quick mode."""
     s = load(os.path.join(EXP_DIR, name))
     q = s.pop("quick", {})
-    return merge(s, q) if quick else s
+    s = merge(s, q) if quick else s
+    if "scenario" in s and isinstance(s["scenario"], dict):
+        # Each composed scenario carries its figure's reasons, so its resolved copy beside the
+        # outputs says why it was run.
+        s["scenario"].setdefault("comment", f"{name}: {s['comment']}")
+    return s
 
 
 class Runner:

@@ -115,11 +115,11 @@ def fig1(d, w, quick):
         ax.set_xlabel("concurrent sessions N")
         ax.set_ylabel("per-frame latency over the run (ms)")
         ax.set_title(w["models"][key]["label"], fontsize=10)
-        ax.legend(fontsize=6, loc="center right")
+        ax.legend(fontsize=6, loc="best", framealpha=0.8)
     cost = d.cost_models([f"fig1/{k}/sweep/cost_model.json" for k in keys])
     return finish(fig, d.out, "fig1_cliff_vs_ramp", "1. " + sp["title"], cost,
-                  "N callers at once for a 300 s run, each model's own H200 pool; windowed "
-                  "reported = true.")
+                  "N callers at once, calls as long as the run (scenarios/experiments/"
+                  "fig1_cliff_ramp.json), each model's own H200 pool; windowed reported = true.")
 
 
 def first_order_rho(t, r, rho0, start, interval, sessions):
@@ -185,7 +185,12 @@ def fig3(d, w, quick):
     a.set_ylabel("share of due frames (%)")
     a.legend(fontsize=8, loc="upper left")
     a = axes[2]
-    a.plot(t, col("tokens_per_frame"), color="tab:green", label="tokens produced per due frame")
+    # Per 1 s sample, 12 or 13 Moshi frames fall due, so the per-sample ratio aliases; the ratio of
+    # 5-sample sums of the simulator's own counts shows the level.
+    k = np.ones(5)
+    tpf = np.convolve(col("tokens_produced"), k, "same") / np.maximum(
+        np.convolve(col("frames_due"), k, "same"), 1)
+    a.plot(t, tpf, color="tab:green", label="tokens produced per due frame (5 s windows)")
     a.set_ylabel("tokens per frame")
     a.set_xlabel("time (s)")
     b = a.twinx()
@@ -246,7 +251,7 @@ def fig4(d, w, quick):
     a.legend(fontsize=8, loc="upper left")
     rels = [f"fig4/runs20/{k}/sweep/cost_model.json" for k in keys]
     return finish(fig, d.out, "fig4_metastability", "4. " + sp["title"], d.cost_models(rels),
-                  "Poisson callers, exponential call lengths, 300 s runs (reasons in "
+                  "Poisson callers, exponential call lengths, five-minute runs (reasons in "
                   "scenarios/experiments/fig4_metastability.json).")
 
 
@@ -261,8 +266,9 @@ def fig5(d, w, quick):
         t = np.array([num(r["t_s"]) for r in ts])
         col = lambda k: np.array([num(r[k]) for r in ts])  # noqa: E731
         a = axes[0][j]
-        a.plot(t, col("admission_cap"), color="k", label="AIMD admission cap")
-        a.plot(t, col("live_sessions"), color=COLORS[name], label="admitted live sessions")
+        a.plot(t, col("live_sessions"), color=COLORS[name], lw=3, alpha=0.6,
+               label="admitted live sessions")
+        a.plot(t, col("admission_cap"), "k--", lw=1.2, label="AIMD admission cap")
         adm = summ["result"]["admission"]
         if adm.get("n_star") is not None and not summ["result"]["crashed"]:
             a.axhline(adm["n_star"], color="tab:green", ls="--", lw=1, label="N* (median cap, last half)")
@@ -277,7 +283,8 @@ def fig5(d, w, quick):
         a.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
         a = axes[1][j]
         dl = 1e3 * summ["deadline_s"]
-        a.plot(t, col("reported_p99_ms"), color="gray", lw=2, label="reported p99")
+        a.plot(t, col("reported_p99_ms"), color="gray", lw=2,
+               label="reported p99 (the controller reads p95)")
         a.plot(t, col("true_p99_ms"), color=COLORS[name], label="true p99 (gaps: no output)")
         a.axhline(dl, color="k", lw=0.8, ls="--", label="deadline")
         adm_cfg = summ["scenario"]["admission"]
@@ -290,7 +297,8 @@ def fig5(d, w, quick):
         if stall is not None:
             for a in (axes[0][j], axes[1][j]):
                 a.axvline(stall, color="tab:red", lw=0.8, ls=":")
-            axes[1][j].text(stall, dl * 0.5, " pool exhausted", color="tab:red", fontsize=8)
+            axes[1][j].text(stall, 0.5, " pool exhausted", color="tab:red", fontsize=8,
+                            transform=axes[1][j].get_xaxis_transform())
     rels = [f"fig5/{n}/summary.json" for n in names]
     return finish(fig, d.out, "fig5_admission", "5. " + sp["title"], d.cost_models(rels),
                   "Scenarios: scenarios/admission/moshi_h200_aimd_{windowed,unbounded}.json.")
@@ -341,8 +349,8 @@ def fig6(d, w, quick):
 def fig7(d, w, quick):
     sp = spec("fig7_capacity.json", quick)
     keys = list(w["models"])
-    fig = plt.figure(figsize=(15, 5.6))
-    a = fig.add_subplot(1, 3, 1)
+    fig = plt.figure(figsize=(19, 5.6))
+    a = fig.add_subplot(1, 4, 1)
     x = np.arange(len(keys))
     mem = [d.json(f"fig7/models/{k}.capacity.json")["capacity"]["memory_cap_sessions"] for k in keys]
     dl = [d.json(f"fig7/models/{k}.capacity.json")["capacity"]["deadline_cap_sessions"] for k in keys]
@@ -355,7 +363,7 @@ def fig7(d, w, quick):
     a.set_xticks(x)
     a.set_xticklabels([w["models"][k]["label"] for k in keys], fontsize=7, rotation=15)
     a.set_ylabel("sessions (log scale)")
-    a.set_title("Per model, ~40 s window + 16 sinks\n(paper: memory ~500 vs deadline ~209)",
+    a.set_title("Per model, windowed KV of workloads.json\n(paper: memory ~500 vs deadline ~209)",
                 fontsize=9)
     a.legend(fontsize=8)
     ws = sp["window_sink"]
@@ -364,6 +372,7 @@ def fig7(d, w, quick):
     nstar = np.full((len(S), len(W)), np.nan)
     crashed = np.zeros((len(S), len(W)), bool)
     memcap = np.zeros((len(S), len(W)))
+    dlcap = np.zeros((len(S), len(W)))
     for r in runs:
         i = S.index(int(r["grid.kv_policy.sink_tokens"]))
         j = W.index(int(r["grid.kv_policy.window_tokens"]))
@@ -371,10 +380,12 @@ def fig7(d, w, quick):
         crashed[i, j] = r["crashed"] == "true"
     for i, s_ in enumerate(S):
         for j, w_ in enumerate(W):
-            memcap[i, j] = d.json(f"fig7/window_sink/W{w_}_S{s_}.capacity.json")["capacity"][
-                "memory_cap_sessions"]
-    for k, (mat, name) in enumerate(((nstar, "AIMD N* (sessions)"), (memcap, "memory cap (sessions)"))):
-        a = fig.add_subplot(1, 3, 2 + k)
+            cap = d.json(f"fig7/window_sink/W{w_}_S{s_}.capacity.json")["capacity"]
+            memcap[i, j] = cap["memory_cap_sessions"]
+            dlcap[i, j] = cap["deadline_cap_sessions"]
+    for k, (mat, name) in enumerate(((nstar, "AIMD N*"), (memcap, "memory cap"),
+                                     (dlcap, "deadline cap"))):
+        a = fig.add_subplot(1, 4, 2 + k)
         im = a.imshow(mat, origin="lower", cmap="viridis", aspect="auto")
         for i in range(len(S)):
             for j in range(len(W)):
@@ -386,15 +397,16 @@ def fig7(d, w, quick):
         a.set_xticklabels([str(v) for v in W])
         a.set_yticks(range(len(S)))
         a.set_yticklabels([str(v) for v in S])
-        a.set_xlabel("window W (tokens; Moshi: 12.5 per s)")
+        a.set_xlabel("window W (tokens)")
         a.set_ylabel("attention sinks S (tokens)")
         a.set_title(f"Moshi: {name}", fontsize=9)
         fig.colorbar(im, ax=a, label="sessions")
     rels = [f"fig7/models/{k}.cost_model.json" for k in keys] + [
         "fig7/window_sink/sweep/cost_model.json"]
     return finish(fig, d.out, "fig7_capacity", "7. " + sp["title"], d.cost_models(rels),
-                  "Deadline = 1/8 of the frame period; N*: one 600 s AIMD run per cell of the "
-                  "admission scenario.")
+                  "Deadline: a fixed fraction of the frame period (workloads.json budget_fraction); "
+                  "N*: one AIMD run per cell of scenarios/admission/moshi_h200_aimd_windowed.json; "
+                  "'stalled': the pool ran out.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -412,11 +424,13 @@ class Table:
         rel, ptr = ref.split("#", 1)
         return pointer(self.d.json(rel), ptr)
 
-    def row(self, quantity, paper, fmt, refs, scale=None):
-        vals = [self.get(r) for r in refs]
-        if scale:
-            vals = [v * scale for v in vals]
-        src = ", ".join(f"`{r}`" + (f" x{scale:g}" if scale else "") for r in refs)
+    def row(self, quantity, paper, fmt, refs, scales=None):
+        scales = scales or [None] * len(refs)
+        vals = []
+        for r, sc in zip(refs, scales):
+            v = self.get(r)
+            vals.append("none" if v is None else v * sc if sc else v)
+        src = ", ".join(f"`{r}`" + (f" x{sc:g}" if sc else "") for r, sc in zip(refs, scales))
         self.rows.append((quantity, paper, fmt.format(*vals), src))
 
     def markdown(self):
@@ -428,65 +442,76 @@ class Table:
 
 def report(d, w, quick, figs, started):
     t = Table(d)
+    lab = lambda key: w["models"][key]["label"]  # noqa: E731
     sp4 = spec("fig4_metastability.json", quick)
-    for pol, paper in (("unbounded", "14/20 (unbounded KV, two batches)"),
-                       ("windowed", "0/20 (Metronome)")):
+    for pol, paper in (("unbounded", "14/20 crashed (unbounded KV, two batches)"),
+                       ("windowed", "0/20 crashed (Metronome)")):
         for key in sp4["num_blocks"]:
-            agg = d.json(f"fig4/runs20/{key}/sweep/aggregate.json")
-            idx = next(i for i, p in enumerate(agg) if p["grid.kv_policy.type"] == pol)
             rel = f"fig4/runs20/{key}/sweep/aggregate.json"
-            t.row(f"crashed runs, {pol} KV, {w['models'][key]['label']}", paper, "{}/{}",
-                  [f"{rel}#/{idx}/crashes", f"{rel}#/{idx}/runs"])
+            idx = next(i for i, p in enumerate(d.json(rel)) if p["grid.kv_policy.type"] == pol)
+            sc = f"fig4/runs20/{key}/sweep/scenario.json#/horizon_s"
+            t.row(f"identical runs that crashed, {pol} KV, {lab(key)}; run length", paper,
+                  "{}/{} ({:g} s runs)", [f"{rel}#/{idx}/crashes", f"{rel}#/{idx}/runs", sc])
     key = sp4["load_model"]
     for pol in sp4["policies"]:
-        agg = d.json(f"fig4/load/{key}/{pol}/aggregate.json")
         rel = f"fig4/load/{key}/{pol}/aggregate.json"
-        for idx, p in enumerate(agg):
-            if abs(p["grid.workload.arrival.rate_per_s"] - 0.5) < 1e-9:
-                t.row(f"crash probability at one caller per 2 s, {pol} KV, "
-                      f"{w['models'][key]['label']} (seeds; 95% Wilson interval)",
-                      "14/20 = 0.70 (unbounded), 0/20 (Metronome)",
-                      "{:.3f} of {} runs [{:.3f}, {:.3f}]",
-                      [f"{rel}#/{idx}/crash_probability", f"{rel}#/{idx}/runs",
-                       f"{rel}#/{idx}/crash_wilson95_lo", f"{rel}#/{idx}/crash_wilson95_hi"])
-    t.row("N* (AIMD, windowed KV, Moshi on H200)", "about 209 sessions", "{} sessions",
-          ["fig5/windowed/summary.json#/result/admission/n_star"])
-    t.row("stalls under AIMD, windowed KV (first stall, s)", "none", "{}",
+        agg = d.json(rel)
+        # the paper's load: the grid point nearest one caller every 2 s
+        idx = min(range(len(agg)), key=lambda i: abs(agg[i]["grid.workload.arrival.rate_per_s"] - 0.5))
+        t.row(f"crash probability at the paper's load, {pol} KV, {lab(key)}: callers/s; "
+              "probability of runs [95% Wilson interval]",
+              "14/20 (unbounded), 0/20 (Metronome)",
+              "{:g}/s: {:.3f} of {} runs [{:.3f}, {:.3f}]",
+              [f"{rel}#/{idx}/grid.workload.arrival.rate_per_s",
+               f"{rel}#/{idx}/crash_probability", f"{rel}#/{idx}/runs",
+               f"{rel}#/{idx}/crash_wilson95_lo", f"{rel}#/{idx}/crash_wilson95_hi"])
+    t.row("N*: AIMD admission, windowed KV, Moshi on H200", "about 209 sessions",
+          "{:g} sessions", ["fig5/windowed/summary.json#/result/admission/n_star"])
+    t.row("first stall under AIMD, windowed KV", "none", "{}",
           ["fig5/windowed/summary.json#/result/first_stall_s"])
-    t.row("AIMD with unbounded KV: sessions admitted at the first stall; first stall (s)",
+    t.row("AIMD with unbounded KV: sessions live at the first stall; its time",
           "over-admits, then stalls", "{} sessions; stall at {:.1f} s",
           ["fig5/unbounded/summary.json#/result/admission/live_at_first_stall",
            "fig5/unbounded/summary.json#/result/first_stall_s"])
-    moshi_cap = "fig7/models/moshi.capacity.json#/capacity/"
-    t.row("memory cap, windowed KV (Moshi, W = S + W of workloads.json)", "about 500 sessions",
-          "{} sessions", [moshi_cap + "memory_cap_sessions"])
-    t.row("deadline cap (Moshi, p95 under 0.9 x deadline)", "about 209 sessions", "{} sessions",
-          [moshi_cap + "deadline_cap_sessions"])
-    t.row("which cap binds (Moshi)", "the deadline", "{}", [moshi_cap + "binding"])
+    moshi = "fig7/models/moshi.capacity.json#/"
+    t.row("Moshi, windowed KV: window; sinks; memory cap", "about 500 sessions",
+          "W = {}, S = {}: {} sessions",
+          [moshi + "scenario/kv_policy/window_tokens", moshi + "scenario/kv_policy/sink_tokens",
+           moshi + "capacity/memory_cap_sessions"])
+    t.row("Moshi, windowed KV: deadline cap (p95 within a fraction of the per-frame deadline)",
+          "about 209 sessions", "{} sessions (tail latency <= {:g} x {:g} ms)",
+          [moshi + "capacity/deadline_cap_sessions", moshi + "capacity/deadline_fraction",
+           moshi + "capacity/deadline_s"], scales=[None, None, 1000])
+    t.row("Moshi: which cap binds", "the deadline", "{}", [moshi + "capacity/binding"])
     for key in w["models"]:
         if key == "moshi":
             continue
         rel = f"fig7/models/{key}.capacity.json#/capacity/"
-        t.row(f"memory cap / deadline cap, {w['models'][key]['label']}", "-",
+        t.row(f"{lab(key)}, windowed KV: memory cap / deadline cap", "-",
               "{} / {} sessions ({} binds)",
               [rel + "memory_cap_sessions", rel + "deadline_cap_sessions", rel + "binding"])
     sp6 = spec("fig6_prediction.json", quick)
     paper6 = {"qwen3-omni-30b-a3b": "within a few percent", "minicpm-o-4.5": "about 13%"}
     iv = sp6["headline_interval_s"]
     for key in w["models"]:
-        rel = f"fig6/{key}/interval_{iv:g}s.summary.json"
-        t.row(f"t_sat prediction error, {w['models'][key]['label']}, one caller per {iv:g} s: "
-              "continuous first-order; whole blocks (%)", paper6.get(key, "-"),
-              "{:+.2f}%; {:+.2f}%",
-              [rel + "#/result/t_sat_error_vs_continuous", rel + "#/result/t_sat_error_vs_blocks"],
-              scale=100)
-        t.row(f"t_sat, {w['models'][key]['label']}, one caller per {iv:g} s: predicted "
-              "(continuous); simulated (s)", "-", "{:.1f}; {:.1f}",
-              [rel + "#/prediction/t_sat_continuous_s", rel + "#/result/first_stall_s"])
-    t.row("silent failure (Moshi, unbounded, one caller per 2 s, 300 s): reported deadline-miss "
-          "rate; frames silent (%)", "health metrics look fine while users hear silence",
-          "{:.1f}%; {:.1f}%", ["fig3/run/summary.json#/result/deadline_miss_rate_reported",
-                                "fig3/run/summary.json#/result/silent_frame_fraction"], scale=100)
+        rel = f"fig6/{key}/interval_{iv:g}s.summary.json#/"
+        t.row(f"t_sat at the paper's load, {lab(key)}: one caller every Delta; predicted "
+              "(first-order, continuous); simulated first stall; error of the continuous and of "
+              "the whole-block prediction", paper6.get(key, "-"),
+              "Delta = {:g} s: {:.1f} s predicted, {:.1f} s simulated; error {:+.2f}% "
+              "(continuous), {:+.2f}% (whole blocks)",
+              [rel + "scenario/workload/arrival/interval_s",
+               rel + "prediction/t_sat_continuous_s", rel + "result/first_stall_s",
+               rel + "result/t_sat_error_vs_continuous", rel + "result/t_sat_error_vs_blocks"],
+              scales=[None, None, None, 100, 100])
+    f3 = "fig3/run/summary.json#/"
+    t.row("silent failure, Moshi, unbounded KV, one caller every Delta over the run: reported "
+          "deadline-miss rate; frames answered with silence",
+          "health metrics look fine while users hear silence",
+          "Delta = {:g} s, {:g} s run: {:.1f}% reported misses; {:.1f}% of frames silent",
+          [f3 + "scenario/workload/arrival/interval_s", f3 + "scenario/horizon_s",
+           f3 + "result/deadline_miss_rate_reported", f3 + "result/silent_frame_fraction"],
+          scales=[None, None, 100, 100])
     runs_log = d.json("runs_log.json")
     elapsed = time.time() - started if started else None
     lines = [
