@@ -227,6 +227,10 @@ def fig4(d, w, quick):
         bars = a.bar(x + (j - 0.5) * 0.38, counts, 0.38, color=COLORS[pol], label=f"{pol} KV")
         for b, c, n in zip(bars, counts, totals):
             a.text(b.get_x() + b.get_width() / 2, c + 0.3, f"{c}/{n}", ha="center", fontsize=8)
+    # The paper's count (typed from the brief, labelled as the paper's), scaled to these runs.
+    a.axhline(14 / 20 * max(totals), color="k", ls="--", lw=0.8,
+              label="paper: 14/20 crashed (unbounded)")
+    a.legend(fontsize=8)
     a.set_xticks(x)
     a.set_xticklabels([w["models"][k]["label"] for k in keys], fontsize=8, rotation=10)
     a.set_ylabel("runs that crashed (of identical runs)")
@@ -280,7 +284,7 @@ def fig5(d, w, quick):
         a2.set_ylabel("pool fraction")
         h1, l1 = a.get_legend_handles_labels()
         h2, l2 = a2.get_legend_handles_labels()
-        a.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
+        a.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
         a = axes[1][j]
         dl = 1e3 * summ["deadline_s"]
         a.plot(t, col("reported_p99_ms"), color="gray", lw=2,
@@ -406,7 +410,9 @@ def fig7(d, w, quick):
     return finish(fig, d.out, "fig7_capacity", "7. " + sp["title"], d.cost_models(rels),
                   "Deadline: a fixed fraction of the frame period (workloads.json budget_fraction); "
                   "N*: one AIMD run per cell of scenarios/admission/moshi_h200_aimd_windowed.json; "
-                  "'stalled': the pool ran out.")
+                  "'stalled': the pool ran out. N* is the median cap over the last half of the run; "
+                  "where a window takes longer to fill than AIMD takes to ramp, latency lags the "
+                  "admissions and the controller cuts its cap to the floor.")
 
 
 # ----------------------------------------------------------------------------------------------
