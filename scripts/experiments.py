@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""Runs the paper's experiments (scenarios/experiments/*.json) through the metronome CLI.
+
+Every number a figure or the report shows comes from a file this script asks metronome to write
+under OUT/data/figN/ (summary.json, timeseries.csv, runs.csv, aggregate.json, capacity JSON,
+prediction JSON). This script composes scenarios from the experiment files and the shipped model and
+GPU files (by name), writes each composed scenario next to its outputs, and runs metronome; it
+computes nothing itself.
+
+    experiments.py --metronome build/metronome --out results [--quick] [-j 2]
+"""
+import argparse
+import concurrent.futures
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXP_DIR = os.path.join(ROOT, "scenarios", "experiments")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def merge(base, over):
+    """Deep merge: objects merge key by key, anything else in `over` replaces."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def spec(name, quick):
+    """An experiment file, with its "quick" section merged over it in --quick mode."""
+    s = load(os.path.join(EXP_DIR, name))
+    q = s.pop("quick", {})
+    s = merge(s, q) if quick else s
+    if "scenario" in s and isinstance(s["scenario"], dict):
+        # Each composed scenario carries its figure's reasons, so its resolved copy beside the
+        # outputs says why it was run.
+        s["scenario"].setdefault("comment", f"{name}: {s['comment']}")
+    return s
+
+
+class Runner:
+    def __init__(self, metronome, out, jobs):
+        self.metronome = metronome
+        self.out = out
+        self.jobs = jobs
+        self.log = []  # (seconds, command) per metronome call
+
+    def data(self, *parts):
+        p = os.path.join(self.out, "data", *parts)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        return p
+
+    def dir(self, *parts):
+        p = os.path.join(self.out, "data", *parts)
+        os.makedirs(p, exist_ok=True)
+        return p
+
+    def write_scenario(self, path, scenario):
+        with open(path, "w") as f:
+            json.dump(scenario, f, indent=2)
+            f.write("\n")
+        return path
+
+    def call(self, args, stdout_path=None):
+        cmd = [self.metronome] + [str(a) for a in args]
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        dt = time.monotonic() - t0
+        self.log.append((dt, " ".join(cmd)))
+        if r.returncode != 0:
+            sys.stderr.write(r.stdout + r.stderr)
+            raise SystemExit(f"experiments: metronome failed ({r.returncode}): {' '.join(cmd)}")
+        if stdout_path:
+            with open(stdout_path, "w") as f:
+                f.write(r.stdout)
+        return r.stdout
+
+    def parallel(self, calls):
+        """Independent single-run calls (simulate, predict, capacity), `jobs` at a time."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs) as ex:
+            for f in [ex.submit(self.call, a, p) for a, p in calls]:
+                f.result()
+
+    def sweep(self, scenario_path, out_dir, grid, seeds, sets=()):
+        args = ["sweep", "--scenario", scenario_path, "--seeds", seeds, "-j", self.jobs,
+                "--out", out_dir]
+        for s in sets:
+            args += ["--set", s]
+        for key, values in grid:
+            args += ["--grid", key + "=" + ",".join(json.dumps(v, separators=(",", ":"))
+                                                    for v in values)]
+        self.call(args)
+        self.cost_model_probe(scenario_path, os.path.join(out_dir, "cost_model.json"), sets)
+
+    def cost_model_probe(self, scenario_path, out_path, sets=()):
+        """sweep and capacity outputs do not name the cost model; a 1 s simulate of the same
+        scenario does (its "cost_model" label), so each figure's caption quotes the simulator."""
+        args = ["simulate", "--scenario", scenario_path, "--json", "--set", "horizon_s=1"]
+        for s in sets:
+            args += ["--set", s]
+        self.call(args, out_path)
+
+
+def model_scenario(base, workloads, key, deadline_fraction=None):
+    """base + the model (by name) + its workload from workloads.json."""
+    m = workloads["models"][key]
+    s = merge(base, {"model": m["model"], "workload": m["workload"]})
+    if deadline_fraction is not None:
+        s["workload"]["deadline_s"] = deadline_fraction * m["workload"]["frame_period_s"]
+    return s
+
+
+def windowed(scenario, workloads, key):
+    return merge(scenario, {"kv_policy": dict(type="windowed", **workloads["models"][key]["window"])})
+
+
+def fig1(r, w, quick):
+    sp = spec("fig1_cliff_ramp.json", quick)
+    for key, sessions in sp["sessions"].items():
+        s = windowed(model_scenario(sp["scenario"], w, key), w, key)
+        path = r.write_scenario(r.data("fig1", key, "scenario.in.json"), s)
+        r.sweep(path, os.path.join(os.path.dirname(path), "sweep"),
+                [("workload.arrival.sessions", sessions), ("kv_policy.type", sp["policies"])], "1")
+
+
+def fig2(r, w, quick):
+    sp = spec("fig2_pool_fill.json", quick)
+    calls = []
+    for key, intervals in sp["intervals_s"].items():
+        for d in intervals:
+            s = model_scenario(sp["scenario"], w, key)
+            s["workload"]["arrival"]["interval_s"] = d
+            s["workload"]["arrival"]["sessions"] = int(math.ceil(s["horizon_s"] / d)) + 1
+            run_dir = r.dir("fig2", key, f"interval_{d:g}s")
+            path = r.write_scenario(os.path.join(run_dir, "scenario.in.json"), s)
+            calls.append((["simulate", "--scenario", path, "--out", run_dir], None))
+    r.parallel(calls)
+
+
+def fig3(r, w, quick):
+    sp = spec("fig3_silent_failure.json", quick)
+    s = model_scenario(sp["scenario"], w, sp["model_key"])
+    run_dir = r.dir("fig3", "run")
+    path = r.write_scenario(os.path.join(run_dir, "scenario.in.json"), s)
+    r.call(["simulate", "--scenario", path, "--out", run_dir])
+
+
+def fig4(r, w, quick):
+    sp = spec("fig4_metastability.json", quick)
+    for key, nb in sp["num_blocks"].items():
+        s = windowed(model_scenario(sp["scenario"], w, key), w, key)
+        if nb is not None:
+            s["engine"]["num_blocks"] = nb
+        path = r.write_scenario(r.data("fig4", "runs20", key, "scenario.in.json"), s)
+        r.sweep(path, os.path.join(os.path.dirname(path), "sweep"),
+                [("kv_policy.type", sp["policies"])], sp["seeds"])
+    key = sp["load_model"]
+    s = windowed(model_scenario(sp["scenario"], w, key), w, key)
+    if sp["num_blocks"][key] is not None:
+        s["engine"]["num_blocks"] = sp["num_blocks"][key]
+    path = r.write_scenario(r.data("fig4", "load", key, "scenario.in.json"), s)
+    for policy in sp["policies"]:
+        r.sweep(path, r.dir("fig4", "load", key, policy),
+                [("workload.arrival.rate_per_s", sp["load_rates_per_s"])],
+                str(sp["load_seeds"][policy]), sets=[f"kv_policy.type={policy}"])
+
+
+def fig5(r, w, quick):
+    sp = spec("fig5_admission.json", quick)
+    calls = []
+    for name, rel in sp["variants"].items():
+        run_dir = r.dir("fig5", name)
+        path = r.write_scenario(os.path.join(run_dir, "scenario.in.json"),
+                                load(os.path.normpath(os.path.join(EXP_DIR, rel))))
+        calls.append((["simulate", "--scenario", path, "--out", run_dir], None))
+    r.parallel(calls)
+
+
+def fig6(r, w, quick):
+    sp = spec("fig6_prediction.json", quick)
+    calls = []
+    for key in w["models"]:
+        for d in sp["intervals_s"]:
+            s = model_scenario(sp["scenario"], w, key)
+            s["workload"]["arrival"]["interval_s"] = d
+            s["workload"]["arrival"]["sessions"] = int(math.ceil(s["horizon_s"] / d)) + 1
+            base = r.data("fig6", key, f"interval_{d:g}s.scenario.json")
+            path = r.write_scenario(base, s)
+            calls.append((["simulate", "--scenario", path, "--json"],
+                          base.replace(".scenario.json", ".summary.json")))
+    r.parallel(calls)
+
+
+def fig7(r, w, quick):
+    sp = spec("fig7_capacity.json", quick)
+    calls = []
+    for key in w["models"]:
+        s = windowed(model_scenario(sp["scenario"], w, key, w["budget_fraction"]), w, key)
+        base = r.data("fig7", "models", f"{key}.scenario.json")
+        path = r.write_scenario(base, s)
+        calls.append((["capacity", "--scenario", path, "--json"],
+                      base.replace(".scenario.json", ".capacity.json")))
+        calls.append((["simulate", "--scenario", path, "--json", "--set", "horizon_s=1"],
+                      base.replace(".scenario.json", ".cost_model.json")))
+    ws = sp["window_sink"]
+    src = load(os.path.normpath(os.path.join(EXP_DIR, ws["scenario"])))
+    path = r.write_scenario(r.data("fig7", "window_sink", "scenario.in.json"), src)
+    for wt in ws["window_tokens"]:
+        for st in ws["sink_tokens"]:
+            calls.append((["capacity", "--scenario", path, "--json",
+                           "--set", f"kv_policy.window_tokens={wt}",
+                           "--set", f"kv_policy.sink_tokens={st}"],
+                          r.data("fig7", "window_sink", f"W{wt}_S{st}.capacity.json")))
+    r.parallel(calls)
+    r.sweep(path, r.dir("fig7", "window_sink", "sweep"),
+            [("kv_policy.window_tokens", ws["window_tokens"]),
+             ("kv_policy.sink_tokens", ws["sink_tokens"])], "1")
+
+
+FIGURES = [fig1, fig2, fig3, fig4, fig5, fig6, fig7]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--metronome", default=os.path.join(ROOT, "build", "metronome"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results"))
+    ap.add_argument("--quick", action="store_true", help="fewer points and seeds (CI)")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--only", default="", help="comma-separated figure numbers, e.g. 1,4")
+    a = ap.parse_args()
+    w = load(os.path.join(EXP_DIR, "workloads.json"))
+    r = Runner(os.path.abspath(a.metronome), os.path.abspath(a.out), a.jobs)
+    only = {int(x) for x in a.only.split(",") if x}
+    timing = {}
+    for i, f in enumerate(FIGURES, 1):
+        if only and i not in only:
+            continue
+        t0 = time.monotonic()
+        f(r, w, a.quick)
+        timing[f"fig{i}"] = round(time.monotonic() - t0, 2)
+        print(f"experiments: figure {i} data in {timing[f'fig{i}']:.1f} s", file=sys.stderr)
+    with open(os.path.join(a.out, "data", "runs_log.json"), "w") as f:
+        json.dump({"quick": a.quick, "jobs": a.jobs, "seconds_per_figure": timing,
+                   "metronome_calls": [{"seconds": round(t, 3), "command": c} for t, c in r.log]},
+                  f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Regenerates the paper's figures and headline table from the shipped scenarios:
+# runs scenarios/experiments/*.json through metronome (scripts/experiments.py), plots them and writes
+# OUT/REPORT.md (scripts/figures.py). Plots need /usr/bin/python3 with matplotlib and numpy
+# (scripts/setup.sh installs them).
+#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N]
+#     --quick       fewer points and seeds (CI; under a minute)
+#     --out DIR     where data/, figures/ and REPORT.md go (default: results)
+#     --metronome   the binary (default: build/metronome, built with cmake if missing)
+#     -j N          parallel runs (default: all cores)
+set -euo pipefail
+started=$(date +%s.%N)
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/results
+quick=()
+metronome=${METRONOME:-$root/build/metronome}
+jobs=$(nproc)
+py=/usr/bin/python3
+
+while (($#)); do
+  case "$1" in
+    --quick) quick=(--quick) ;;
+    --out) out=$2; shift ;;
+    --metronome) metronome=$2; shift ;;
+    -j) jobs=$2; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ! "$py" -c 'import matplotlib, numpy' 2>/dev/null; then
+  echo "make_figures: $py lacks matplotlib or numpy (scripts/setup.sh installs python3-matplotlib python3-numpy)" >&2
+  exit 3
+fi
+if [[ ! -x $metronome ]]; then
+  echo "make_figures: building $metronome" >&2
+  (cd "$root" && cmake --preset default >/dev/null && cmake --build --preset default --target metronome)
+fi
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# Outputs of an earlier run must not leak into this one's report.
+rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
+
+"$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" "${quick[@]}"
+"$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
+elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $out/figures, report $out/REPORT.md; ${elapsed} s"
