@@ -375,7 +375,7 @@ void Engine::try_start_step(Time now) {
     blocked_head_ = 0;
   }
   for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) ready_.push_front(*it);
-  if (blocked > 0 && observer_) observer_->on_stall(now, blocked);
+  if (blocked > 0 && observer_) observer_->on_stall(now, stalled_);
 
   if (batch_.empty()) {
     // Nothing runnable now: wake at the next future release. Frames blocked on memory wait for a

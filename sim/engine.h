@@ -43,7 +43,7 @@ class Engine {
   struct Ticket {  // a reference to a session slot that survives the slot's reuse
     int64_t id;
     uint64_t incarnation;
-    uint64_t seq;  // enqueue order: the ready queue is sorted by (next_release, seq)
+    uint64_t seq;  // enqueue order (a split cohort's pieces keep their parent's)
   };
   struct Admission {  // an entry of the admission order; stale once the session is re-admitted
     int64_t id;
@@ -67,9 +67,14 @@ class Engine {
   bool valid(const Ticket& t) const {
     return incarnation_[t.id] == t.incarnation && sessions_[t.id].state != Session::State::kGone;
   }
+  // The ready order: release, then enqueue order; pieces of one split cohort share both and follow
+  // their admission order, so no two tickets compare equal.
   bool before(const Ticket& a, const Ticket& b) const {
-    const Time ra = sessions_[a.id].next_release, rb = sessions_[b.id].next_release;
-    return ra != rb ? ra < rb : a.seq < b.seq;
+    const Session& x = sessions_[a.id];
+    const Session& y = sessions_[b.id];
+    if (x.next_release != y.next_release) return x.next_release < y.next_release;
+    if (a.seq != b.seq) return a.seq < b.seq;
+    return x.admit_order < y.admit_order;
   }
   size_t block(const Ticket& t);
   Time release_time(const Session& s, int64_t frame);

@@ -34,7 +34,7 @@ class RunObserver {
   virtual ~RunObserver() = default;
   virtual void on_sample(const Sample&) {}
   virtual void on_step(Time /*start*/, Time /*end*/, int64_t /*batch*/, int64_t /*pool_used*/) {}
-  virtual void on_stall(Time /*t*/, int64_t /*blocked_sessions*/) {}
+  virtual void on_stall(Time /*t*/, int64_t /*stalled_sessions*/) {}  // a frame found no blocks
   virtual void on_preempt(Time /*t*/, int64_t /*session*/, int64_t /*freed_blocks*/) {}
 };
 

@@ -37,10 +37,10 @@ class TraceWriter : public RunObserver {
     out_ << fmt::format(",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"pool blocks used\",\"ts\":{:.3f},"
                         "\"args\":{{\"blocks\":{}}}}}", us(end), pool_used);
   }
-  void on_stall(Time t, int64_t blocked) override {
+  void on_stall(Time t, int64_t stalled) override {
     if (!room()) return;
     out_ << fmt::format(",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"t\",\"name\":\"stall\","
-                        "\"ts\":{:.3f},\"args\":{{\"blocked_sessions\":{}}}}}", us(t), blocked);
+                        "\"ts\":{:.3f},\"args\":{{\"stalled_sessions\":{}}}}}", us(t), stalled);
   }
   void on_preempt(Time t, int64_t session, int64_t freed) override {
     if (!room()) return;

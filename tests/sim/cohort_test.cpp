@@ -9,6 +9,7 @@
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/report.h"
+#include "sim/rng.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
@@ -74,6 +75,43 @@ TEST(Cohorts, SameResultsWithAndWithout) {
       }
     }
     EXPECT_GT(with.second.size(), 100u);
+  }
+}
+
+// Random all-at-once populations (the case cohorts exist for) against batch caps, partial fits and
+// multi-block frames: the shapes where a cohort is split and rejoined.
+TEST(Cohorts, RandomPopulationsMatch) {
+  Rng rng(5, "cohorts");
+  for (int i = 0; i < 40; ++i) {
+    const int64_t n = 1 + static_cast<int64_t>(rng.uniform() * 600);
+    const std::vector<std::string> sets = {
+        "engine.max_sessions_per_step=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 300)),
+        "engine.num_blocks=" + std::to_string(500 + static_cast<int64_t>(rng.uniform() * 20000)),
+        "engine.block_size=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 32)),
+        "workload.kv_tokens_per_frame=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 80)),
+        "workload.prompt_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 100)),
+        "workload.duration={\"type\":\"fixed\",\"seconds\":" + std::to_string(5 + 60 * rng.uniform()) + "}",
+        "horizon_s=60", "output.sample_period_s=0.5"};
+    const Scenario s = testing::moshi(n, rng.uniform() < 0.5 ? "windowed" : "unbounded", sets);
+    SCOPED_TRACE("case " + std::to_string(i));
+    const auto with = run(s, true);
+    const auto without = run(s, false);
+    EXPECT_EQ(with.first, without.first);
+    EXPECT_TRUE(with.second == without.second) << "time series or steps differ";
+    if (with.second != without.second && std::getenv("METRONOME_DEBUG_COHORTS")) {
+      for (auto& x : sets) std::cerr << x << " ";
+      std::cerr << "n=" << n << " " << s.kv_policy.type << "\n";
+      std::istringstream a(with.second), b(without.second);
+      std::string la, lb;
+      for (int k = 0; std::getline(a, la) && std::getline(b, lb); ++k) {
+        if (la != lb) {
+          std::cerr << "line " << k << "\n with:    " << la << "\n without: " << lb << "\n";
+          for (int m = 0; m < 4 && std::getline(a, la) && std::getline(b, lb); ++m)
+            std::cerr << "   w " << la << "\n   o " << lb << "\n";
+          break;
+        }
+      }
+    }
   }
 }
 
