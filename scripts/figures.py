@@ -588,7 +588,7 @@ def main():
     w = load(os.path.join(EXP_DIR, "workloads.json"))
     figs = [f(d, w, a.quick) for f in (fig1, fig2, fig3, fig4, fig5, fig6, fig7)]
     report(d, w, a.quick, figs, a.started)
-    print(f"figures: {len(figs)} figures and REPORT.md in {a.out}", file=sys.stderr)
+    print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -46,4 +46,5 @@ rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
 "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" "${quick[@]}"
 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
 elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
-echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $out/figures, report $out/REPORT.md; ${elapsed} s"
+shown=${out#"$root"/}  # inside the checkout, say it relative to it
+echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $shown/figures, report $shown/REPORT.md; ${elapsed} s"
