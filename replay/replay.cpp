@@ -4,9 +4,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
+#include "sim/config_error.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/latency_histogram.h"
@@ -18,6 +20,8 @@ namespace metronome::replay {
 namespace {
 
 using nlohmann::json;
+
+constexpr double kMaxCpuPoolBytes = 4.0 * (1 << 30);  // refuse a host KV pool beyond 4 GiB
 
 class SampleCollector : public RunObserver {
  public:
@@ -91,6 +95,23 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   r.real = real;
   r.simulated = simulated;
   r.prediction = predict_first_order(real);
+  const int64_t blocks = r.prediction.pool.num_blocks;
+  if (blocks > std::numeric_limits<int32_t>::max()) {
+    throw ConfigError(real.source + ": the real engine's pool holds at most 2^31 - 1 blocks; set "
+                      "engine.num_blocks (or --num-blocks)");
+  }
+  if (backend_name == "cpu") {
+    // Host floats: layers x (K, V) x blocks x block_size x kv_heads x head_dim x 4 bytes.
+    const double bytes = 2.0 * 4.0 * static_cast<double>(real.model.layers * real.model.kv_heads *
+                                                         real.model.head_dim) *
+                         static_cast<double>(blocks * real.engine.block_size);
+    if (bytes > kMaxCpuPoolBytes) {
+      throw ConfigError(fmt::format(
+          "{}: the cpu backend would allocate {:.1f} GiB of host memory for {} blocks of {}; use "
+          "a small model (tiny) and --num-blocks",
+          real.source, bytes / (1 << 30), blocks, real.model.name));
+    }
+  }
   {
     BackendConfig bc;
     bc.model = model_shape(real.model);

@@ -22,22 +22,22 @@ Scenario load(const std::string& name, std::vector<std::string> sets = {}) {
   return load_scenario(kDir + name, sets);
 }
 
-struct Run {
+struct FakeRun {
   RealtimeResult r;
   std::vector<PassBatch> passes;
 };
 
-Run run_fake(const Scenario& s, Time per_pass = 1'000'000) {
+FakeRun run_fake(const Scenario& s, Time per_pass = 1'000'000) {
   FakeClock clock;
   FakeBackend backend(clock, s.kv_policy.window(), static_cast<int32_t>(s.engine.block_size), per_pass);
   RealtimeEngine engine(s, backend, clock);
-  Run out{engine.run(), backend.passes};
+  FakeRun out{engine.run(), backend.passes};
   return out;
 }
 
 TEST(RealtimeEngine, UnboundedStallsAtTheFrameTheBlockCountGives) {
   const Scenario s = load("tiny_cpu_unbounded.json");
-  const Run run = run_fake(s);
+  const FakeRun run = run_fake(s);
   const RealtimeResult& r = run.r;
   // 4 sessions x 6 tokens a frame, 16-token blocks, 64 blocks: frame k needs ceil(6 (k + 1) / 16)
   // blocks per session, more than 16 first at k = 42.
@@ -69,7 +69,7 @@ TEST(RealtimeEngine, UnboundedStallsAtTheFrameTheBlockCountGives) {
 
 TEST(RealtimeEngine, PassesFollowTheSimulatorsShape) {
   const Scenario s = load("tiny_cpu_unbounded.json", {"horizon_s=0.35"});
-  const Run run = run_fake(s);
+  const FakeRun run = run_fake(s);
   // Frames at 0, 0.1, 0.2, 0.3 s: per step an ingest pass (4 sessions x 4 tokens), one decode pass
   // (4 x 1) and the write-only pass of the last output token's KV (4 x 1).
   ASSERT_EQ(run.passes.size(), 4u * 3u);
@@ -95,11 +95,13 @@ TEST(RealtimeEngine, PassesFollowTheSimulatorsShape) {
 TEST(RealtimeEngine, WindowedHoldsWhatKvWindowSaysAndConservesBlocks) {
   const Scenario s = load("tiny_cpu_windowed.json");
   const kv::Window w = s.kv_policy.window();
-  const Run run = run_fake(s);
+  const FakeRun run = run_fake(s);
   const RealtimeResult& r = run.r;
   EXPECT_FALSE(r.run.crashed);
-  EXPECT_EQ(r.run.frames_silent, 0);
-  EXPECT_EQ(r.run.frames_served, 4 * 61);
+  // Every frame is served but the one released at the horizon itself (t = 6 s), whose step ends
+  // after the run: 61 due, 60 served per session, in both.
+  EXPECT_EQ(r.run.frames_served, 4 * 60);
+  EXPECT_EQ(r.run.frames_silent, 4);
   int64_t max_resident = 0, max_step = 0;
   for (int64_t k = 0; k <= 61; ++k) {
     max_resident = std::max(max_resident, kv::resident_blocks(6 * k, w, 16));
@@ -109,17 +111,20 @@ TEST(RealtimeEngine, WindowedHoldsWhatKvWindowSaysAndConservesBlocks) {
   EXPECT_LE(max_resident, kv::ceil_div(16, 16) + kv::ceil_div(64, 16) + 1);  // sinks + window
   EXPECT_EQ(r.run.peak_pool_blocks, 4 * max_step);
   EXPECT_EQ(r.run.blocks_allocated - r.run.blocks_released, r.run.final_pool_blocks);
-  EXPECT_EQ(r.run.final_pool_blocks, 4 * kv::resident_blocks(6 * 61, w, 16));
+  // The last step (frame 60) was still running at the horizon: its blocks are held.
+  EXPECT_EQ(r.run.final_pool_blocks, 4 * kv::step_blocks(6 * 60, 6, w, 16));
   for (const PoolPoint& p : r.pool) EXPECT_LE(p.used_blocks, 4 * max_step);
   const RunResult sim = simulate(s);
   EXPECT_FALSE(sim.crashed);
+  EXPECT_EQ(sim.frames_served, r.run.frames_served);
+  EXPECT_EQ(sim.frames_silent, r.run.frames_silent);
   EXPECT_EQ(sim.peak_pool_blocks, r.run.peak_pool_blocks);
   EXPECT_EQ(sim.max_resident_blocks_per_session, r.run.max_resident_blocks_per_session);
 }
 
 TEST(RealtimeEngine, DeparturesReturnEveryBlock) {
   const Scenario s = load("tiny_cpu_unbounded.json", {"workload.duration.seconds=2"});
-  const Run run = run_fake(s);
+  const FakeRun run = run_fake(s);
   EXPECT_FALSE(run.r.run.crashed);
   EXPECT_EQ(run.r.run.sessions_departed, 4);
   EXPECT_EQ(run.r.run.final_pool_blocks, 0);
@@ -132,7 +137,7 @@ TEST(RealtimeEngine, PreemptRecomputeEvictsTheNewestAndRecomputesItsHistory) {
   const Scenario s = load("tiny_cpu_unbounded.json",
                           {"engine.exhaustion=preempt_recompute", "workload.arrival.type=fixed_interval",
                            "workload.arrival.interval_s=0.3"});
-  const Run run = run_fake(s);
+  const FakeRun run = run_fake(s);
   const RealtimeResult& r = run.r;
   ASSERT_TRUE(r.run.crashed);
   EXPECT_GT(r.run.preemptions, 0);
@@ -159,7 +164,7 @@ TEST(RealtimeEngine, PreemptRecomputeEvictsTheNewestAndRecomputesItsHistory) {
 TEST(RealtimeEngine, StaticCapRejectsCallers) {
   const Scenario s = load("tiny_cpu_windowed.json", {"admission.type=static", "admission.cap=2",
                                                       "horizon_s=1"});
-  const Run run = run_fake(s);
+  const FakeRun run = run_fake(s);
   EXPECT_EQ(run.r.run.sessions_arrived, 4);
   EXPECT_EQ(run.r.run.sessions_rejected, 2);
   EXPECT_EQ(run.r.run.frames_due, 2 * 11);
