@@ -1,5 +1,7 @@
 #include "replay/realtime_engine.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -36,6 +38,14 @@ int32_t checked_blocks(const Scenario& s) {
                       std::to_string(n) + " asked); set engine.num_blocks or use --num-blocks");
   }
   return static_cast<int32_t>(n);
+}
+
+// CPU time of the calling thread: what the calibration measures (calibrate/benchmarks.cpp), so a gap
+// between a step's wall time and this is time the machine gave to someone else.
+Time thread_cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return Time{ts.tv_sec} * kNanosPerSecond + ts.tv_nsec;
 }
 
 }  // namespace
@@ -304,6 +314,7 @@ bool RealtimeEngine::try_start_step(Time now) {
 void RealtimeEngine::run_step(Time now) {
   StepRecord rec;
   rec.start = now;
+  const Time cpu0 = thread_cpu_now();
   rec.sessions = static_cast<int64_t>(batch_.size());
   Time oldest = now;
   std::vector<const kernels::SessionBlocks*> ptrs;
@@ -365,6 +376,8 @@ void RealtimeEngine::run_step(Time now) {
   }
   if (!backend_.output_finite()) throw std::runtime_error("real engine: a pass produced NaN or inf");
   rec.end = clock_.now();
+  rec.cpu = thread_cpu_now() - cpu0;
+  result_.busy_cpu_s += to_seconds(rec.cpu);
   result_.steps.push_back(rec);
   ++result_.run.engine_steps;
   result_.run.busy_s += to_seconds(rec.end - rec.start);

@@ -55,6 +55,7 @@ struct PoolPoint {
 
 struct StepRecord {
   Time start = 0, end = 0;
+  Time cpu = 0;              // the engine thread's CPU time in the step (wall minus time taken away)
   int64_t sessions = 0;
   int64_t query_tokens = 0;  // over all passes of the step
   int64_t passes = 0;
@@ -70,6 +71,7 @@ struct RealtimeResult {
   std::vector<FrameRecord> frames;  // every due frame, served or not
   std::vector<PoolPoint> pool;
   std::vector<StepRecord> steps;
+  double busy_cpu_s = 0;       // sum of the steps' thread CPU time (busy_s is their wall time)
   double max_start_lag_s = 0;  // largest (step start - oldest release in it): how far behind it ran
   int64_t kv_pool_bytes = 0;
   std::string backend, device;

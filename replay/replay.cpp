@@ -218,7 +218,10 @@ json replay_json(const ReplayRun& r) {
         {"first_order_continuous_vs_measured", opt(relative_error(p.t_sat_continuous_s, t_meas))}}},
       {"measured", side_json(m.run)},
       {"measured_engine",
-       {{"max_start_lag_s", m.max_start_lag_s}, {"steps", static_cast<int64_t>(m.steps.size())}}},
+       {{"max_start_lag_s", m.max_start_lag_s},
+        {"steps", static_cast<int64_t>(m.steps.size())},
+        {"busy_cpu_s", m.busy_cpu_s},
+        {"mean_step_cpu_s", m.steps.empty() ? 0.0 : m.busy_cpu_s / static_cast<double>(m.steps.size())}}},
       {"simulated", side_json(r.sim)},
       {"errors",
        {{"reported_latency", lat_err(m.run.reported_latency, r.sim.reported_latency)},
@@ -279,10 +282,13 @@ std::string replay_text(const ReplayRun& r) {
                    r.sim.peak_pool_blocks);
   const double ms_m = m.run.engine_steps ? m.run.busy_s / static_cast<double>(m.run.engine_steps) : 0;
   const double ms_s = r.sim.engine_steps ? r.sim.busy_s / static_cast<double>(r.sim.engine_steps) : 0;
-  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "steps, mean step",
+  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "steps, mean step wall",
                    fmt::format("{}, {}", m.run.engine_steps, ms(ms_m)),
                    fmt::format("{}, {}", r.sim.engine_steps, ms(ms_s)),
                    err(relative_error(ms_s, ms_m)));
+  const double cpu_m = m.steps.empty() ? 0 : m.busy_cpu_s / static_cast<double>(m.steps.size());
+  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "  mean step, thread CPU", ms(cpu_m), ms(ms_s),
+                   err(relative_error(ms_s, cpu_m)));
   o += fmt::format("engine lag: the oldest frame of a step waited at most {} before the step began\n",
                    ms(m.max_start_lag_s));
   return o;
