@@ -140,12 +140,35 @@ std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s)
   const Time pad = from_seconds(s.engine.silence_after_s.value_or(s.workload.deadline()));
   const Time deadline = from_seconds(s.workload.deadline());
   const auto num_blocks = static_cast<double>(size_pool(s).num_blocks);
+  const size_t n = static_cast<size_t>(horizon / period);
+  // Interval k covers (k period, (k + 1) period]; one pass over the frames fills them all.
+  struct Interval {
+    int64_t due = 0, padded = 0;
+    std::vector<Time> served;  // latencies of frames served in it
+  };
+  std::vector<Interval> iv(n);
+  const auto index = [&](Time t) -> std::optional<size_t> {
+    if (t <= 0) return std::nullopt;
+    const auto k = static_cast<size_t>((t - 1) / period);
+    return k < n ? std::optional<size_t>(k) : std::nullopt;
+  };
+  for (const FrameRecord& f : r.frames) {
+    if (auto k = index(f.release + pad)) {
+      ++iv[*k].due;
+      if (f.served == kNever || f.served - f.release > pad) ++iv[*k].padded;
+    }
+    if (f.served != kNever) {
+      if (auto k = index(f.served)) iv[*k].served.push_back(f.served - f.release);
+    }
+  }
   std::vector<Sample> out;
   size_t p = 0;
-  for (Time at = period, prev = 0; at <= horizon; prev = at, at += period) {
+  for (size_t k = 0; k < n; ++k) {
+    const Time at = static_cast<Time>(k + 1) * period;
     Sample x;
     x.t_s = to_seconds(at);
-    while (p + 1 < r.pool.size() && r.pool[p + 1].t <= at) ++p;
+    // State before this instant's events, as the simulator samples it.
+    while (p + 1 < r.pool.size() && r.pool[p + 1].t < at) ++p;
     if (!r.pool.empty()) {
       x.pool_used_blocks = r.pool[p].used_blocks;
       x.live_sessions = r.pool[p].live_sessions;
@@ -153,23 +176,15 @@ std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s)
     }
     x.pool_fraction = static_cast<double>(x.pool_used_blocks) / num_blocks;
     LatencyHistogram answered, truth;
-    int64_t padded = 0;
-    for (const FrameRecord& f : r.frames) {
-      const Time due_at = f.release + pad;
-      const bool late = f.served == kNever || f.served - f.release > pad;
-      if (due_at > prev && due_at <= at) {
-        ++x.frames_due;
-        if (late) ++padded;
-      }
-      if (f.served != kNever && f.served > prev && f.served <= at) {
-        const Time lat = f.served - f.release;
-        ++x.frames_served;
-        if (lat <= deadline) ++x.frames_on_time;
-        truth.add(to_seconds(lat));
-        if (lat <= pad) answered.add(to_seconds(lat));
-        x.tokens_produced += s.workload.output_tokens_per_frame;
-      }
+    for (Time lat : iv[k].served) {
+      ++x.frames_served;
+      if (lat <= deadline) ++x.frames_on_time;
+      truth.add(to_seconds(lat));
+      if (lat <= pad) answered.add(to_seconds(lat));
     }
+    x.tokens_produced = x.frames_served * s.workload.output_tokens_per_frame;
+    x.frames_due = iv[k].due;
+    const int64_t padded = iv[k].padded;
     if (padded > 0) answered.add(to_seconds(pad), padded);
     x.reported_p50_s = answered.percentile(0.50);
     x.reported_p99_s = answered.percentile(0.99);
@@ -180,7 +195,7 @@ std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s)
     x.silent_fraction = x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
     x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
     x.admission_cap = s.admission.type == "static" ? s.admission.cap : -1;
-    out.push_back(x);
+    out.push_back(std::move(x));
   }
   return out;
 }

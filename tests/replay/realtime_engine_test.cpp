@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "replay/realtime_engine.h"
+#include "replay/replay.h"
 #include "sim/config_error.h"
 #include "sim/engine.h"
 #include "sim/pool_sizing.h"
@@ -65,6 +66,37 @@ TEST(RealtimeEngine, UnboundedStallsAtTheFrameTheBlockCountGives) {
   EXPECT_EQ(sim.frames_served, r.run.frames_served);
   EXPECT_EQ(sim.frames_silent, r.run.frames_silent);
   EXPECT_EQ(sim.peak_pool_blocks, r.run.peak_pool_blocks);
+}
+
+// The measured time series uses the simulator's interval rules: on a run whose timing matches at
+// every sample instant (steps end long before the next release), the series are equal.
+TEST(RealtimeEngine, MeasuredSamplesFollowTheSimulatorsIntervals) {
+  const Scenario s = load("tiny_cpu_unbounded.json");
+  const FakeRun run = run_fake(s);
+  const std::vector<Sample> m = measured_samples(run.r, s);
+  struct Collect : RunObserver {
+    void on_sample(const Sample& x) override { v.push_back(x); }
+    std::vector<Sample> v;
+  } sim;
+  simulate(s, &sim);
+  ASSERT_EQ(m.size(), sim.v.size());
+  ASSERT_EQ(m.size(), 30u);  // 6 s every 0.2 s
+  int64_t due = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    SCOPED_TRACE("sample at " + std::to_string(m[i].t_s));
+    EXPECT_DOUBLE_EQ(m[i].t_s, sim.v[i].t_s);
+    EXPECT_EQ(m[i].pool_used_blocks, sim.v[i].pool_used_blocks);
+    EXPECT_EQ(m[i].live_sessions, sim.v[i].live_sessions);
+    EXPECT_EQ(m[i].stalled_sessions, sim.v[i].stalled_sessions);
+    EXPECT_EQ(m[i].frames_due, sim.v[i].frames_due);
+    EXPECT_EQ(m[i].frames_served, sim.v[i].frames_served);
+    EXPECT_DOUBLE_EQ(m[i].silent_fraction, sim.v[i].silent_fraction);
+    due += m[i].frames_due;
+  }
+  EXPECT_EQ(m.back().pool_used_blocks, 64);
+  EXPECT_DOUBLE_EQ(m.back().silent_fraction, 1.0);
+  // Frames whose silence deadline (release + 0.1 s) falls in (0, 6 s]: releases 0 .. 5.9 s.
+  EXPECT_EQ(due, 4 * 60);
 }
 
 TEST(RealtimeEngine, PassesFollowTheSimulatorsShape) {
