@@ -333,10 +333,10 @@ void write_replay_dir(const ReplayRun& r, const std::string& dir) {
   }
   {
     std::ofstream f(dir + "/steps.csv");
-    f << "start_s,end_s,sessions,query_tokens,passes\n";
+    f << "start_s,end_s,cpu_s,sessions,query_tokens,passes\n";
     for (const auto& x : r.measured.steps) {
-      f << fmt::format("{:.6f},{:.6f},{},{},{}\n", to_seconds(x.start), to_seconds(x.end), x.sessions,
-                       x.query_tokens, x.passes);
+      f << fmt::format("{:.6f},{:.6f},{:.6f},{},{},{}\n", to_seconds(x.start), to_seconds(x.end),
+                       to_seconds(x.cpu), x.sessions, x.query_tokens, x.passes);
     }
   }
   {

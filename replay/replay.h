@@ -41,7 +41,7 @@ std::optional<double> relative_error(std::optional<double> a, std::optional<doub
 nlohmann::json replay_json(const ReplayRun& r);
 std::string replay_text(const ReplayRun& r);
 // Writes measured.csv, simulated.csv (TimeSeriesWriter columns), frames.csv (every measured frame),
-// steps.csv (every measured step), pool.csv (measured pool changes), summary.json and the two
+// steps.csv (every measured step: wall start and end, thread CPU time), pool.csv (measured pool changes), summary.json and the two
 // resolved scenarios into dir.
 void write_replay_dir(const ReplayRun& r, const std::string& dir);
 

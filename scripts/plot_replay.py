@@ -7,6 +7,7 @@ Reads DIR/summary.json, DIR/measured.csv, DIR/simulated.csv (one row per output.
 the simulator's TimeSeriesWriter columns) and DIR/frames.csv (every measured frame). Three panels
 sharing the time axis:
   1. true latency: every measured frame (dots), and the per-interval p99 of both runs (lines);
+     each measured step's thread CPU time (crosses: what the calibration measures);
   2. reported latency p99 (what a health monitor sees: silent frames padded at silence_after_s) and
      the fraction of due frames that were silent, both runs;
   3. pool occupancy (fraction of blocks in use), both runs, with the saturation times: measured,
@@ -61,6 +62,14 @@ def main():
                label="measured p99 (per interval)")
     ax[0].plot(col(sim, "t_s"), col(sim, "true_p99_ms"), color=c_sim, lw=1.5, ls="--",
                label="simulated p99 (per interval)")
+    steps_path = os.path.join(a.dir, "steps.csv")
+    if os.path.exists(steps_path):
+        steps = read_csv(steps_path)
+        if steps and "cpu_s" in steps[0]:
+            # A step's thread CPU time is what the calibration measures; wall minus it is time the
+            # machine gave to other work.
+            ax[0].scatter(col(steps, "start_s"), col(steps, "cpu_s", 1e3), s=4, marker="x",
+                          color="grey", alpha=0.6, label="measured step, thread CPU time")
     ax[0].set_ylabel("true latency (ms)\n(served frames)")
     ax[0].set_ylim(bottom=0)
     ax[0].legend(loc="upper left", fontsize=8)
