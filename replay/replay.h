@@ -1,0 +1,48 @@
+// Replay: one scenario run for real (RealtimeEngine on a backend, against the wall clock) and in the
+// simulator (with the calibration of that backend), and how far apart they are.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "replay/realtime_engine.h"
+#include "sim/first_order.h"
+#include "sim/run_observer.h"
+#include "sim/run_result.h"
+#include "sim/scenario.h"
+
+namespace metronome::replay {
+
+struct ReplayRun {
+  Scenario real;       // what the real engine ran
+  Scenario simulated;  // the same with the backend's cost model (a calibration file)
+  FirstOrderPrediction prediction;
+  RealtimeResult measured;
+  RunResult sim;
+  std::string cost_label;
+  std::vector<Sample> measured_samples, simulated_samples;  // every output.sample_period_s
+};
+
+// Runs `real` on a backend of that name (the real engine, wall clock), then `simulated` in the
+// simulator. The two scenarios must differ only in their cost model.
+ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::string& backend);
+
+// The measured run as the simulator's time series: state at each sample instant, and the frames of
+// the interval that ends there, with the simulator's definitions (sim/engine.cpp sample_until): a
+// frame is due, and padded with silence, in the interval holding release + silence_after_s.
+std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s);
+
+// (a - b) / b; nullopt when either is missing or not finite, or b is 0.
+std::optional<double> relative_error(std::optional<double> a, std::optional<double> b);
+
+nlohmann::json replay_json(const ReplayRun& r);
+std::string replay_text(const ReplayRun& r);
+// Writes measured.csv, simulated.csv (TimeSeriesWriter columns), frames.csv (every measured frame),
+// steps.csv (every measured step: wall start and end, thread CPU time), pool.csv (measured pool changes), summary.json and the two
+// resolved scenarios into dir.
+void write_replay_dir(const ReplayRun& r, const std::string& dir);
+
+}  // namespace metronome::replay
