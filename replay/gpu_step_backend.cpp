@@ -233,6 +233,16 @@ std::unique_ptr<StepBackend> make_gpu_backend(const BackendConfig& c) {
 }
 bool gpu_backend_compiled() { return true; }
 
+#elif defined(METRONOME_CPU_ONLY_EXECUTABLE)
+
+std::unique_ptr<StepBackend> make_gpu_backend(const BackendConfig&) {
+  throw BackendUnavailable(
+      "gpu backend: `metronome` runs the CPU backend only (it does not load the CUDA libraries); "
+      "run the same command with metronome-gpu (built beside it where nvcc exists) on a machine "
+      "with a GPU, or use --backend cpu");
+}
+bool gpu_backend_compiled() { return false; }
+
 #else
 
 std::unique_ptr<StepBackend> make_gpu_backend(const BackendConfig&) {
