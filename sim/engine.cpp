@@ -581,7 +581,8 @@ void Engine::on_control(Time now) {
     ++a.decreases;
     if (!a.first_decrease_s) a.first_decrease_s = to_seconds(now);
   }
-  cap_trace_.emplace_back(now, after);
+  max_cap_seen_ = std::max(max_cap_seen_, after);
+  if (2 * now >= horizon_) ++last_half_caps_[after];
   control_hist_.clear();
   if (now + control_period_ <= horizon_) events_.push(now + control_period_, EventKind::kControl);
 }
@@ -594,18 +595,20 @@ void Engine::summarise_admission() {
   if (!a.capped) return;
   a.initial_cap = control_on_ ? scenario_.admission.initial_cap : cap;
   a.final_cap = cap;
-  a.max_cap = a.initial_cap;
-  std::vector<int64_t> last_half;
-  for (const auto& [t, c] : cap_trace_) {
-    a.max_cap = std::max(a.max_cap, c);
-    if (2 * t >= horizon_) last_half.push_back(c);
-  }
-  if (last_half.empty()) last_half.push_back(cap);
-  std::sort(last_half.begin(), last_half.end());
+  a.max_cap = std::max(a.initial_cap, max_cap_seen_);
+  if (last_half_caps_.empty()) last_half_caps_[cap] = 1;
+  int64_t n = 0;
+  for (const auto& [c, k] : last_half_caps_) n += k;
+  // The p-quantile of the last half's caps: the smallest cap whose cumulative count reaches p x n.
   auto q = [&](double p) {
-    size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(last_half.size())));
-    rank = std::clamp<size_t>(rank, 1, last_half.size());
-    return static_cast<double>(last_half[rank - 1]);
+    const int64_t rank = std::clamp<int64_t>(
+        static_cast<int64_t>(std::ceil(p * static_cast<double>(n))), 1, n);
+    int64_t seen = 0;
+    for (const auto& [c, k] : last_half_caps_) {
+      seen += k;
+      if (seen >= rank) return static_cast<double>(c);
+    }
+    return static_cast<double>(last_half_caps_.rbegin()->first);
   };
   a.n_star = q(0.5);
   a.cap_p5 = q(0.05);

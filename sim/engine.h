@@ -9,6 +9,7 @@
 // silence_after_s with silence, so the reported latency stays bounded while users hear nothing.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -136,7 +137,10 @@ class Engine {
   LatencyHistogram control_hist_;  // frames answered within silence_after_s in the control interval
   int64_t silent_at_last_control_ = 0;
   int64_t interval_rejected_ = 0;
-  std::vector<std::pair<Time, int64_t>> cap_trace_;  // (control instant, cap after it)
+  // Caps after each control instant in the last half of the horizon (value -> intervals), and the
+  // largest cap seen: bounded by the distinct caps, not by the horizon.
+  std::map<int64_t, int64_t> last_half_caps_;
+  int64_t max_cap_seen_ = 0;
 
   RunResult result_;
   // Time-series state for the interval that ends at next_sample_.

@@ -199,11 +199,7 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
     p.t_sat_continuous_s = continuous_t_sat(calls, p.tokens_per_s_per_session,
                                             static_cast<double>(w.prompt_tokens), pool_tokens, horizon);
   } else {
-    // The held blocks cycle with the block alignment once the window is full: scan past that.
-    const int64_t settle = (s.kv_policy.window_tokens + s.kv_policy.sink_tokens + w.prompt_tokens) /
-                               std::max<int64_t>(1, w.kv_tokens()) + 2 * s.engine.block_size + 4;
-    int64_t most = 0;
-    for (int64_t m = 0; m <= std::min<int64_t>(settle, 2'000'000); ++m) most = std::max(most, f.blocks_at_frame(m));
+    const int64_t most = max_blocks_per_session(s);
     p.max_blocks_per_session = most;
     p.memory_cap_sessions = p.pool.num_blocks / std::max<int64_t>(1, most);
   }

@@ -1,11 +1,33 @@
 #include "sim/pool_sizing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "sim/config_error.h"
 
 namespace metronome {
+
+int64_t max_blocks_per_session(const Scenario& s) {
+  if (s.kv_policy.type != "windowed") return 0;
+  const auto& w = s.workload;
+  const kv::Window win = s.kv_policy.window();
+  const kv::BlockSize bs(s.engine.block_size);
+  auto at_frame = [&](int64_t m) {  // blocks held while frame m is served
+    const int64_t ctx = m == 0 ? 0 : w.prompt_tokens + m * w.kv_tokens();
+    return kv::step_blocks(ctx, w.kv_tokens() + (m == 0 ? w.prompt_tokens : 0), win, bs);
+  };
+  // Once the window is full the holding cycles with the block alignment: scanning that far is exact.
+  const int64_t settle = (win.window + win.sinks + w.prompt_tokens) / std::max<int64_t>(1, w.kv_tokens()) +
+                         2 * s.engine.block_size + 4;
+  if (settle > 2'000'000) {  // too far to scan: the bound, sinks + window + frame, each rounded up
+    return kv::ceil_div(win.sinks, s.engine.block_size) +
+           kv::ceil_div(win.window + w.kv_tokens() + w.prompt_tokens, s.engine.block_size) + 1;
+  }
+  int64_t most = 0;
+  for (int64_t m = 0; m <= settle; ++m) most = std::max(most, at_frame(m));
+  return most;
+}
 
 PoolSizing size_pool(const Scenario& s) {
   PoolSizing p;
@@ -37,6 +59,11 @@ PoolSizing size_pool(const Scenario& s) {
                       " blocks cannot hold one session's first frame (" + std::to_string(first) +
                       " blocks of " + std::to_string(s.engine.block_size) +
                       " tokens: prompt_tokens + kv_tokens_per_frame)");
+  }
+  if (const int64_t most = max_blocks_per_session(s); most > p.num_blocks) {
+    throw ConfigError(s.source + ": engine: the pool of " + std::to_string(p.num_blocks) +
+                      " blocks cannot hold one windowed session (" + std::to_string(most) +
+                      " blocks: kv_policy.sink_tokens + kv_policy.window_tokens + the frame)");
   }
   return p;
 }

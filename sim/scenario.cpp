@@ -196,6 +196,35 @@ AdmissionConfig parse_admission(JsonSection a) {
   return c;
 }
 
+// Limits that keep one run's time and memory bounded; past them the user is asked to change the
+// field rather than wait on a run that cannot finish.
+constexpr double kMaxCallers = 1e7;
+constexpr double kMaxSamples = 1e7;
+
+void check_run_size(const Scenario& s) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw ConfigError(s.source + ": " + field + ": " + why);
+  };
+  const double samples = s.horizon_s / s.output.sample_period_s;
+  if (samples > kMaxSamples) {
+    fail("output.sample_period_s", "expected at most 1e7 samples over the horizon, got horizon_s / "
+                                   "sample_period_s = " + nlohmann::json(samples).dump() +
+                                   "; raise output.sample_period_s");
+  }
+  const auto& a = s.workload.arrival;
+  if (a.type == "poisson" && (a.max_sessions == 0 || static_cast<double>(a.max_sessions) > kMaxCallers)) {
+    const double expected = a.rate_per_s * std::max(0.0, s.horizon_s - a.start_s);
+    if (expected > kMaxCallers) {
+      fail("workload.arrival.rate_per_s",
+           "expected at most 1e7 callers per run, got rate_per_s x horizon_s = " +
+               nlohmann::json(expected).dump() + "; lower the rate or the horizon, or set max_sessions");
+    }
+  }
+  if (a.type != "poisson" && static_cast<double>(a.sessions) > kMaxCallers) {
+    fail("workload.arrival.sessions", "expected at most 1e7 callers per run, got " + std::to_string(a.sessions));
+  }
+}
+
 }  // namespace
 
 nlohmann::json read_scenario_json(const std::string& path) {
@@ -294,6 +323,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.output.sample_period_s = out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
   top.finish();
+  check_run_size(s);
   return s;
 }
 
