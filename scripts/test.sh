@@ -2,7 +2,8 @@
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
 #   1. install what is missing, build everything (CUDA kernels too where nvcc exists), run ctest;
 #   2. the CPU code again under AddressSanitizer + UndefinedBehaviorSanitizer, its tests with no report;
-#   3. a bounded libFuzzer run over the scenario loader and the --set parser.
+#   3. the golden summaries again from a Debug build: results must not depend on the build type;
+#   4. a bounded libFuzzer run over the scenario loader and the --set parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
@@ -12,6 +13,11 @@ echo "== CPU tests under ASan + UBSan" >&2
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 ctest --preset asan
+
+echo "== golden summaries from a Debug build" >&2
+cmake --preset debug >/dev/null
+cmake --build --preset debug --target metronome_sim_tests
+build-debug/tests/sim/metronome_sim_tests --gtest_filter='Scenarios/Golden.*'
 
 echo "== fuzzing the scenario loader" >&2
 cmake --preset fuzz >/dev/null

@@ -2,8 +2,13 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+
+#if defined(METRONOME_HAVE_MPI)
+#include <mpi.h>
+#endif
 
 #include "sim/cli/commands.h"
 #include "sim/config_error.h"
@@ -14,6 +19,49 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_sigint(int) { g_stop.store(true); }
+
+// MPI mode: the shards of --shard, one per rank, merged on rank 0 by the same code as sweep-merge.
+int run_mpi(const SweepSpec& spec, SweepOptions opt) {
+#if defined(METRONOME_HAVE_MPI)
+  if (opt.shard.count != 1) throw ConfigError("--mpi: the ranks choose the shards; drop --shard");
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string out = opt.out_dir;
+  opt.shard = Shard{rank, size};
+  opt.out_dir = out + "/.rank-" + std::to_string(rank);
+  opt.progress = opt.progress && rank == 0;
+  int ok = 1;
+  try {
+    ok = run_sweep(spec, opt).complete ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "metronome sweep: rank " << rank << ": " << e.what() << "\n";
+    ok = 0;
+  }
+  int all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int status = all_ok ? 0 : 1;
+  if (rank == 0 && all_ok) {
+    std::vector<std::string> dirs;
+    for (int r = 0; r < size; ++r) dirs.push_back(out + "/.rank-" + std::to_string(r));
+    try {
+      merge_sweeps(dirs, out);
+      for (const auto& d : dirs) std::filesystem::remove_all(d);
+      std::cerr << "metronome sweep: " << size << " ranks merged into " << out << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "metronome sweep: merge on rank 0: " << e.what() << "\n";
+      status = 1;
+    }
+  }
+  MPI_Finalize();
+  return status;
+#else
+  (void)spec;
+  (void)opt;
+  throw ConfigError("--mpi: this build has no MPI (install libopenmpi-dev and rebuild)");
+#endif
+}
 
 }  // namespace
 
@@ -29,6 +77,7 @@ Run add_sweep(CLI::App& app) {
     std::string scenario, file, out, seeds, shard;
     std::vector<std::string> sets, grid;
     int jobs = 0;
+    bool mpi = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--scenario", o->scenario, "Base scenario JSON (default: the built-in default)");
@@ -46,6 +95,10 @@ Run add_sweep(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--shard", o->shard,
                   "I/N: run only runs with run % N == I (for job arrays); combine with sweep-merge");
+  cmd->add_flag("--mpi", o->mpi,
+                "Under mpirun: rank I of N runs shard I/N into OUT/.rank-I, then rank 0 merges the "
+                "shards into OUT (the single-process result, byte for byte) and removes them. OUT "
+                "must be on a filesystem every rank sees. Needs a build with MPI (OpenMPI)");
   return [o]() {
     SweepSpec spec;
     if (!o->file.empty()) spec = load_sweep_file(o->file);
@@ -65,6 +118,7 @@ Run add_sweep(CLI::App& app) {
     opt.jobs = o->jobs;
     if (!o->shard.empty()) opt.shard = parse_shard(o->shard);
     opt.out_dir = o->out;
+    if (o->mpi) return run_mpi(spec, opt);
     opt.progress = isatty(STDERR_FILENO) != 0;
     opt.stop = &g_stop;
     struct sigaction sa = {};
