@@ -1,5 +1,6 @@
-// Simulator speed on the canonical scenarios (Moshi on H200, 300 sessions, 80 ms frames, 30 simulated
-// minutes), unbounded and windowed: wall time per seed, engine steps/s and session-frames/s.
+// Simulator speed on the canonical scenarios (Moshi on H200, 300 sessions, 80 ms frames, 30
+// simulated minutes), unbounded and windowed: wall time per seed, engine steps/s and
+// session-frames/s.
 #include <benchmark/benchmark.h>
 
 #include "sim/cost/cost_model.h"
@@ -9,7 +10,8 @@
 namespace {
 
 void run_canonical(benchmark::State& state, const std::string& file) {
-  const metronome::Scenario s = metronome::load_scenario(std::string(METRONOME_SOURCE_DIR) + "/" + file);
+  const metronome::Scenario s =
+      metronome::load_scenario(std::string(METRONOME_SOURCE_DIR) + "/" + file);
   const auto cost = metronome::make_cost_model(s);
   int64_t steps = 0, frames = 0;
   for (auto _ : state) {
@@ -19,10 +21,12 @@ void run_canonical(benchmark::State& state, const std::string& file) {
     frames += r.frames_served;
     benchmark::DoNotOptimize(r.frames_due);
   }
-  state.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
+  state.counters["steps_per_s"] =
+      benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
   state.counters["session_frames_per_s"] =
       benchmark::Counter(static_cast<double>(frames), benchmark::Counter::kIsRate);
-  state.counters["frames_per_run"] = static_cast<double>(frames) / static_cast<double>(state.iterations());
+  state.counters["frames_per_run"] =
+      static_cast<double>(frames) / static_cast<double>(state.iterations());
 }
 
 void BM_CanonicalUnbounded(benchmark::State& state) {

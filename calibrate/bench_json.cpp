@@ -31,18 +31,21 @@ BenchRun parse_bench_json(const nlohmann::json& j, const std::string& source) {
   r.source = source;
   if (!j.is_object() || !j.contains("context") || !j.contains("benchmarks") ||
       !j["context"].is_object() || !j["benchmarks"].is_array()) {
-    throw ConfigError(source + ": expected Google Benchmark JSON: an object with \"context\" and "
-                               "\"benchmarks\" (run `metronome calibrate run --out FILE`)");
+    throw ConfigError(source +
+                      ": expected Google Benchmark JSON: an object with \"context\" and "
+                      "\"benchmarks\" (run `metronome calibrate run --out FILE`)");
   }
   const auto& ctx = j["context"];
   r.model = context_string(ctx, "metronome_model");
   r.backend = context_string(ctx, "metronome_backend");
   if (r.model.empty() || r.backend.empty()) {
-    throw ConfigError(source + ": context.metronome_model / metronome_backend: expected strings "
-                               "(the file was not written by `metronome calibrate run`)");
+    throw ConfigError(source +
+                      ": context.metronome_model / metronome_backend: expected strings "
+                      "(the file was not written by `metronome calibrate run`)");
   }
   if (r.backend != "cpu" && r.backend != "gpu") {
-    throw ConfigError(source + ": context.metronome_backend: expected cpu or gpu, got \"" + r.backend + "\"");
+    throw ConfigError(source + ": context.metronome_backend: expected cpu or gpu, got \"" +
+                      r.backend + "\"");
   }
   r.device = context_string(ctx, "metronome_device");
   r.driver = context_string(ctx, "metronome_driver");
@@ -72,7 +75,8 @@ BenchRun parse_bench_json(const nlohmann::json& j, const std::string& source) {
     s.name = name;
     for (const char* key : {"sessions", "q_len", "ctx", "window", "sinks", "layers", "real_time"}) {
       if (!b.contains(key) || !b[key].is_number() || !std::isfinite(b[key].get<double>())) {
-        throw ConfigError(where + "." + key + ": expected a finite number (benchmark \"" + name + "\")");
+        throw ConfigError(where + "." + key + ": expected a finite number (benchmark \"" + name +
+                          "\")");
       }
     }
     s.point.sessions = b["sessions"].get<int32_t>();
@@ -82,15 +86,20 @@ BenchRun parse_bench_json(const nlohmann::json& j, const std::string& source) {
     s.point.sinks = static_cast<int64_t>(std::llround(b["sinks"].get<double>()));
     s.layers = b["layers"].get<int32_t>();
     if (s.point.sessions < 1 || s.point.q_len < 1 || s.point.ctx < 0) {
-      throw ConfigError(where + ": sessions >= 1, q_len >= 1, ctx >= 0 expected (benchmark \"" + name + "\")");
+      throw ConfigError(where + ": sessions >= 1, q_len >= 1, ctx >= 0 expected (benchmark \"" +
+                        name + "\")");
     }
     std::optional<BenchKind> kind;
     std::stringstream parts(name);
     for (std::string part; std::getline(parts, part, '/') && !kind;) kind = bench_kind_from(part);
-    if (!kind) throw ConfigError(where + ".run_name: expected a step, attention or gemm benchmark, got \"" + name + "\"");
+    if (!kind)
+      throw ConfigError(where + ".run_name: expected a step, attention or gemm benchmark, got \"" +
+                        name + "\"");
     s.point.kind = *kind;
-    s.seconds = b["real_time"].get<double>() * unit_seconds(b.value("time_unit", std::string("ns")), where);
-    if (!(s.seconds > 0)) throw ConfigError(where + ".real_time: expected a time > 0 (benchmark \"" + name + "\")");
+    s.seconds =
+        b["real_time"].get<double>() * unit_seconds(b.value("time_unit", std::string("ns")), where);
+    if (!(s.seconds > 0))
+      throw ConfigError(where + ".real_time: expected a time > 0 (benchmark \"" + name + "\")");
     if (run_type == "aggregate") {
       median[name] = s;
     } else {

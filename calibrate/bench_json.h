@@ -3,10 +3,9 @@
 // point recovered from the benchmark's counters and the run's metronome_* context.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "calibrate/grid.h"
 

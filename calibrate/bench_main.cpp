@@ -21,12 +21,18 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--model") r.model = value();
-      else if (a == "--backend") r.backend = value();
-      else if (a == "--grid") r.grid = value();
-      else if (a == "--out") r.out = value();
-      else if (a.rfind("--benchmark_", 0) == 0) r.benchmark_args.push_back(a);
-      else throw std::invalid_argument("unknown argument \"" + a + "\"");
+      if (a == "--model")
+        r.model = value();
+      else if (a == "--backend")
+        r.backend = value();
+      else if (a == "--grid")
+        r.grid = value();
+      else if (a == "--out")
+        r.out = value();
+      else if (a.rfind("--benchmark_", 0) == 0)
+        r.benchmark_args.push_back(a);
+      else
+        throw std::invalid_argument("unknown argument \"" + a + "\"");
     } catch (const std::invalid_argument& e) {
       std::cerr << "metronome_calibrate_bench: " << e.what() << "\n";
       return 2;

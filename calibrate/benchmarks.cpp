@@ -47,9 +47,15 @@ void cpu_benchmark(benchmark::State& state, kernels::ModelShape m, GridPoint p, 
   }
   const auto once = [&] {
     switch (p.kind) {
-      case BenchKind::kStep: step->run(); break;
-      case BenchKind::kAttention: step->run_attention(); break;
-      case BenchKind::kGemm: step->run_gemms(); break;
+      case BenchKind::kStep:
+        step->run();
+        break;
+      case BenchKind::kAttention:
+        step->run_attention();
+        break;
+      case BenchKind::kGemm:
+        step->run_gemms();
+        break;
     }
   };
   for (int i = 0; i < warmup; ++i) once();
@@ -97,7 +103,8 @@ int run_benchmarks(const BenchRequest& r) {
   if (!model) {
     std::string known;
     for (const auto& n : bench_model_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("--model \"" + r.model + "\": unknown model (known: " + known + ")");
+    throw std::invalid_argument("--model \"" + r.model + "\": unknown model (known: " + known +
+                                ")");
   }
   const auto grid = find_grid(r.grid);
   if (!grid) {
@@ -133,10 +140,11 @@ int run_benchmarks(const BenchRequest& r) {
     driver = info.driver;
     runtime = info.runtime;
 #elif defined(METRONOME_CPU_ONLY_EXECUTABLE)
-    std::cerr << "calibrate: `metronome calibrate run` times the CPU backend only (it does not load "
-                 "the CUDA libraries); time the GPU with metronome_calibrate_bench --backend gpu "
-                 "(built beside it where nvcc exists; scripts/gpu_calibrate.sh runs it on a "
-                 "device), then fit its JSON with `metronome calibrate fit`\n";
+    std::cerr
+        << "calibrate: `metronome calibrate run` times the CPU backend only (it does not load "
+           "the CUDA libraries); time the GPU with metronome_calibrate_bench --backend gpu "
+           "(built beside it where nvcc exists; scripts/gpu_calibrate.sh runs it on a "
+           "device), then fit its JSON with `metronome calibrate fit`\n";
     return 2;
 #else
     std::cerr << "calibrate: this build has no CUDA kernels (configured without nvcc); use "
@@ -150,11 +158,13 @@ int run_benchmarks(const BenchRequest& r) {
   benchmark::AddCustomContext("metronome_driver", driver);
   benchmark::AddCustomContext("metronome_cuda_runtime", runtime);
   benchmark::AddCustomContext("metronome_grid", grid->name);
-  benchmark::AddCustomContext("metronome_protocol",
-                              "manual time (" + std::string(r.backend == "gpu" ? "CUDA events"
-                                                                               : "thread CPU time, repetitions randomly interleaved") +
-                                  "), " + std::to_string(grid->warmup) + " warm-up, " +
-                                  std::to_string(grid->repetitions) + " repetitions, median");
+  benchmark::AddCustomContext(
+      "metronome_protocol",
+      "manual time (" +
+          std::string(r.backend == "gpu" ? "CUDA events"
+                                         : "thread CPU time, repetitions randomly interleaved") +
+          "), " + std::to_string(grid->warmup) + " warm-up, " + std::to_string(grid->repetitions) +
+          " repetitions, median");
 
   // Google Benchmark opens the file but does not create its folder.
   if (const auto dir = std::filesystem::path(r.out).parent_path(); !dir.empty()) {

@@ -1,12 +1,12 @@
 // `metronome calibrate run|fit|roofline|report`: time a grid, fit it, write an analytic file, and
 // compare a calibration with the roofline. Compiled into the metronome executable (see
 // calibrate/CMakeLists.txt), registered by one line in sim/cli/main.cpp.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "calibrate/benchmarks.h"
 #include "calibrate/calibration_writer.h"
@@ -97,12 +97,14 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
     std::vector<std::string> bench_args;
   };
   auto ro = std::make_shared<RunOpts>();
-  auto* run = cmd->add_subcommand("run", "Time the grid on this machine's GPU or CPU; writes Google "
-                                         "Benchmark JSON (a CPU run is labelled CPU everywhere)");
+  auto* run = cmd->add_subcommand("run",
+                                  "Time the grid on this machine's GPU or CPU; writes Google "
+                                  "Benchmark JSON (a CPU run is labelled CPU everywhere)");
   run->add_option("--model", ro->model, "Model name (scenarios/models)")->required();
   run->add_option("--backend", ro->backend, "gpu (CUDA kernels) or cpu (reference kernels)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
-  run->add_option("--grid", ro->grid, "Grid: ci, cpu, gpu, gpu-quick (default: cpu or gpu, by backend)");
+  run->add_option("--grid", ro->grid,
+                  "Grid: ci, cpu, gpu, gpu-quick (default: cpu or gpu, by backend)");
   run->add_option("--out", ro->out, "Benchmark JSON to write")->required();
   run->add_option("--benchmark-arg", ro->bench_args,
                   "Passed to Google Benchmark, e.g. --benchmark-arg=--benchmark_filter=step");
@@ -124,8 +126,9 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
   };
   auto oo = std::make_shared<RoofOpts>();
   auto* roof = cmd->add_subcommand(
-      "roofline", "Write an analytic calibration file (measured: false) from the scenario's model "
-                  "and GPU datasheet, the roofline evaluated on a grid and fitted with the same terms");
+      "roofline",
+      "Write an analytic calibration file (measured: false) from the scenario's model "
+      "and GPU datasheet, the roofline evaluated on a grid and fitted with the same terms");
   oo->scenario.add_to(*roof);
   roof->add_option("--grid", oo->grid, "Grid whose step points the roofline is evaluated on");
   roof->add_option("--out", oo->out, "Calibration file to write")->required();
@@ -137,8 +140,9 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
   };
   auto po = std::make_shared<ReportOpts>();
   auto* rep = cmd->add_subcommand(
-      "report", "Compare a calibration with the roofline of the scenario's model and GPU on the same "
-                "grid (the calibration's own points unless --grid); text, or JSON with --json");
+      "report",
+      "Compare a calibration with the roofline of the scenario's model and GPU on the same "
+      "grid (the calibration's own points unless --grid); text, or JSON with --json");
   rep->add_option("--calibration", po->calibration, "Calibration file")->required();
   po->scenario.add_to(*rep);
   rep->add_option("--grid", po->grid, "Compare on this grid instead of the file's points");
@@ -169,7 +173,8 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       FitResult f;
       const auto j = roofline_calibration(s, grid_or_throw(oo->grid), oo->flags.options(), &f);
       write_json_file(oo->out, j);
-      std::cout << "calibrate: analytic " << j["label"].get<std::string>() << " -> " << oo->out << "\n";
+      std::cout << "calibrate: analytic " << j["label"].get<std::string>() << " -> " << oo->out
+                << "\n";
       print_fit(f, std::cout);
       return 0;
     }
@@ -180,8 +185,8 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                      ? load_scenario("", {"model=" + c.model_name})
                      : po->scenario.load();
     if (s.model.name != c.model_name) {
-      throw ConfigError(po->calibration + ": model \"" + c.model_name + "\" differs from the scenario's \"" +
-                        s.model.name + "\"");
+      throw ConfigError(po->calibration + ": model \"" + c.model_name +
+                        "\" differs from the scenario's \"" + s.model.name + "\"");
     }
     std::optional<Grid> grid;
     if (!po->grid.empty()) grid = grid_or_throw(po->grid);

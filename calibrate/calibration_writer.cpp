@@ -64,9 +64,10 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
           {"source", meta.source},
           {"grid", meta.grid},
           {"fit",
-           {{"method", "least squares on relative error (Eigen column-pivoting QR), non-negative "
-                       "by dropping terms; every " + std::to_string(fit.heldout_every) +
-                       "th point by shape held out"},
+           {{"method",
+             "least squares on relative error (Eigen column-pivoting QR), non-negative "
+             "by dropping terms; every " +
+                 std::to_string(fit.heldout_every) + "th point by shape held out"},
             {"terms", terms},
             {"r2", fit.r2},
             {"train_points", fit.train_points},

@@ -1,11 +1,10 @@
 // Writes a calibration file (schema: sim/cost/calibrated_cost_model.h) from a fit, for a measured
-// benchmark run or for the roofline evaluated on a grid (analytic). The simulator's reader validates
-// every field this writes; a round-trip test keeps the two in step.
+// benchmark run or for the roofline evaluated on a grid (analytic). The simulator's reader
+// validates every field this writes; a round-trip test keeps the two in step.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "calibrate/fit.h"
 

@@ -89,11 +89,13 @@ CpuStep::CpuStep(const kernels::ModelShape& model, const GridPoint& p, uint64_t 
   if (p.sessions < 1 || p.q_len < 1 || p.ctx < 0) {
     throw std::invalid_argument("CpuStep: need sessions >= 1, q_len >= 1, ctx >= 0");
   }
-  if (model.q_heads % model.kv_heads != 0) throw std::invalid_argument("CpuStep: q_heads % kv_heads");
+  if (model.q_heads % model.kv_heads != 0)
+    throw std::invalid_argument("CpuStep: q_heads % kv_heads");
   // Block tables from the same bookkeeping an engine uses: prefill the context (releasing what the
   // window drops), then append this step's frame.
   int64_t need = 0;
-  for (int32_t s = 0; s < p.sessions; ++s) need += kv::step_blocks(p.ctx, p.q_len, d.window, d.block_size);
+  for (int32_t s = 0; s < p.sessions; ++s)
+    need += kv::step_blocks(p.ctx, p.q_len, d.window, d.block_size);
   need += kv::ceil_div(1024, d.block_size) + 4;  // slack: prefill chunks straddle the window edge
   kernels::BlockPool pool(static_cast<int32_t>(need));
   std::vector<kernels::SessionBlocks> sessions;
@@ -103,7 +105,8 @@ CpuStep::CpuStep(const kernels::ModelShape& model, const GridPoint& p, uint64_t 
     sessions.emplace_back(d.window, d.block_size);
     auto& sb = sessions.back();
     for (int64_t done = 0; done < p.ctx; done += 1024) {
-      if (!sb.append(pool, std::min<int64_t>(1024, p.ctx - done))) throw std::logic_error("CpuStep: pool");
+      if (!sb.append(pool, std::min<int64_t>(1024, p.ctx - done)))
+        throw std::logic_error("CpuStep: pool");
       sb.release_outside_window(pool);
     }
     if (!sb.append(pool, p.q_len)) throw std::logic_error("CpuStep: pool");

@@ -1,7 +1,7 @@
 // CpuStep: the CPU twin of kernels::LayerStep. One engine step of L decoder layers for a batch
 // composition, built from the CPU references (kernels/reference/), with random weights of a named
-// model's shapes. It lets the whole pipeline (benchmark, fit, simulation) run on a machine without a
-// GPU; its timings describe this CPU running reference code, never a GPU.
+// model's shapes. It lets the whole pipeline (benchmark, fit, simulation) run on a machine without
+// a GPU; its timings describe this CPU running reference code, never a GPU.
 //
 // Per layer (same dataflow and omissions as LayerStep):
 //   qkv = x Wqkv^T -> append K, V into the layer's paged cache -> paged attention -> o = attn Wo^T

@@ -1,10 +1,10 @@
 #include "calibrate/fit.h"
 
-#include <Eigen/Dense>
+#include <fmt/format.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <tuple>
 
 namespace metronome::calibrate {
@@ -26,8 +26,8 @@ double median_of(std::vector<double> v) {
 }
 
 // Relative least squares over `active` terms; returns coefficients aligned with `active`.
-Eigen::VectorXd solve(const std::vector<const FitSample*>& train, const std::vector<CostTerm>& active,
-                      const TermModel& model) {
+Eigen::VectorXd solve(const std::vector<const FitSample*>& train,
+                      const std::vector<CostTerm>& active, const TermModel& model) {
   const Eigen::Index n = static_cast<Eigen::Index>(train.size());
   const Eigen::Index k = static_cast<Eigen::Index>(active.size());
   Eigen::MatrixXd a(n, k);
@@ -41,9 +41,10 @@ Eigen::VectorXd solve(const std::vector<const FitSample*>& train, const std::vec
   Eigen::VectorXd norms = a.colwise().norm().transpose();
   for (Eigen::Index c = 0; c < k; ++c) {
     if (!(norms(c) > 0)) {
-      throw FitError(fmt::format("term {} is zero on every training point: the grid cannot "
-                                 "measure it (drop it with --terms)",
-                                 term_name(active[static_cast<size_t>(c)])));
+      throw FitError(
+          fmt::format("term {} is zero on every training point: the grid cannot "
+                      "measure it (drop it with --terms)",
+                      term_name(active[static_cast<size_t>(c)])));
     }
     a.col(c) /= norms(c);
   }
@@ -52,10 +53,11 @@ Eigen::VectorXd solve(const std::vector<const FitSample*>& train, const std::vec
   if (qr.rank() < k) {
     std::string names;
     for (auto t : active) names += (names.empty() ? "" : ", ") + std::string(term_name(t));
-    throw FitError(fmt::format("the grid cannot separate the terms {} (rank {} of {}): vary "
-                               "sessions, tokens per session and context independently, or drop "
-                               "a term with --terms",
-                               names, qr.rank(), k));
+    throw FitError(
+        fmt::format("the grid cannot separate the terms {} (rank {} of {}): vary "
+                    "sessions, tokens per session and context independently, or drop "
+                    "a term with --terms",
+                    names, qr.rank(), k));
   }
   Eigen::VectorXd x = qr.solve(b);
   return x.cwiseQuotient(norms);
@@ -66,16 +68,20 @@ Eigen::VectorXd solve(const std::vector<const FitSample*>& train, const std::vec
 FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
                          const FitOptions& options) {
   FitResult r;
-  const std::vector<CostTerm> requested = options.terms.empty() ? default_terms(model) : options.terms;
+  const std::vector<CostTerm> requested =
+      options.terms.empty() ? default_terms(model) : options.terms;
   for (const auto& s : samples) {
     if (!(s.seconds > 0) || !std::isfinite(s.seconds)) {
-      throw FitError(fmt::format("sample {}: time {} s: expected a finite time > 0", s.name, s.seconds));
+      throw FitError(
+          fmt::format("sample {}: time {} s: expected a finite time > 0", s.name, s.seconds));
     }
   }
   if (options.heldout_every < 2) throw FitError("heldout_every: expected >= 2");
   std::sort(samples.begin(), samples.end(), [](const FitSample& a, const FitSample& b) {
-    return std::tie(a.shape.sessions, a.shape.query_tokens, a.shape.kv_read_tokens, a.shape.qk_pairs, a.name) <
-           std::tie(b.shape.sessions, b.shape.query_tokens, b.shape.kv_read_tokens, b.shape.qk_pairs, b.name);
+    return std::tie(a.shape.sessions, a.shape.query_tokens, a.shape.kv_read_tokens,
+                    a.shape.qk_pairs, a.name) < std::tie(b.shape.sessions, b.shape.query_tokens,
+                                                         b.shape.kv_read_tokens, b.shape.qk_pairs,
+                                                         b.name);
   });
   std::vector<const FitSample*> train, held;
   r.heldout.resize(samples.size());
@@ -84,12 +90,14 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
     (r.heldout[i] ? held : train).push_back(&samples[i]);
   }
   if (train.size() < requested.size()) {
-    throw FitError(fmt::format("{} step timings ({} to train after holding out {}) for {} parameters: "
-                               "a fit needs at least as many training points as parameters; use a "
-                               "larger grid",
-                               samples.size(), train.size(), held.size(), requested.size()));
+    throw FitError(
+        fmt::format("{} step timings ({} to train after holding out {}) for {} parameters: "
+                    "a fit needs at least as many training points as parameters; use a "
+                    "larger grid",
+                    samples.size(), train.size(), held.size(), requested.size()));
   }
-  if (held.empty()) r.warnings.push_back("no held-out points: the grid is too small to test the fit");
+  if (held.empty())
+    r.warnings.push_back("no held-out points: the grid is too small to test the fit");
 
   std::vector<CostTerm> active = requested;
   Eigen::VectorXd coef;
@@ -102,7 +110,8 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
     for (size_t c = 0; c < active.size(); ++c) {
       if (coef(static_cast<Eigen::Index>(c)) >= 0) continue;
       double contribution = 0;
-      for (const auto* s : train) contribution += term_feature(active[c], s->shape, model) / s->seconds;
+      for (const auto* s : train)
+        contribution += term_feature(active[c], s->shape, model) / s->seconds;
       const double v = coef(static_cast<Eigen::Index>(c)) * contribution;
       if (v < worst_value) {
         worst_value = v;
@@ -110,12 +119,14 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
       }
     }
     if (worst < 0) break;
-    r.warnings.push_back(fmt::format("coefficient of {} came out negative ({:.3e} {}): dropped the "
-                                     "term and refitted",
-                                     term_name(active[static_cast<size_t>(worst)]),
-                                     coef(worst), term_unit(active[static_cast<size_t>(worst)])));
+    r.warnings.push_back(
+        fmt::format("coefficient of {} came out negative ({:.3e} {}): dropped the "
+                    "term and refitted",
+                    term_name(active[static_cast<size_t>(worst)]), coef(worst),
+                    term_unit(active[static_cast<size_t>(worst)])));
     active.erase(active.begin() + worst);
-    if (active.empty()) throw FitError("every term came out negative: the timings do not fit this model");
+    if (active.empty())
+      throw FitError("every term came out negative: the timings do not fit this model");
   }
   for (auto t : requested) {
     CalibrationTerm ct{t, 0.0, true};
@@ -126,9 +137,10 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
       }
     }
     if (ct.coefficient < 0) {
-      r.warnings.push_back(fmt::format("coefficient of {} is negative ({:.3e} {}), kept because "
-                                       "negative coefficients were allowed",
-                                       term_name(t), ct.coefficient, term_unit(t)));
+      r.warnings.push_back(
+          fmt::format("coefficient of {} is negative ({:.3e} {}), kept because "
+                      "negative coefficients were allowed",
+                      term_name(t), ct.coefficient, term_unit(t)));
     }
     r.terms.push_back(ct);
   }
@@ -158,11 +170,12 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
   r.heldout_points = static_cast<int>(held.size());
   r.heldout_every = options.heldout_every;
   if (r.heldout_median_ape > options.warn_median_ape || r.heldout_max_ape > options.warn_max_ape) {
-    r.warnings.push_back(fmt::format("held-out error is high: median {:.1f}%, max {:.1f}% (warn above "
-                                     "{:.0f}% / {:.0f}%): the terms may not describe this device "
-                                     "well on this grid",
-                                     100 * r.heldout_median_ape, 100 * r.heldout_max_ape,
-                                     100 * options.warn_median_ape, 100 * options.warn_max_ape));
+    r.warnings.push_back(
+        fmt::format("held-out error is high: median {:.1f}%, max {:.1f}% (warn above "
+                    "{:.0f}% / {:.0f}%): the terms may not describe this device "
+                    "well on this grid",
+                    100 * r.heldout_median_ape, 100 * r.heldout_max_ape,
+                    100 * options.warn_median_ape, 100 * options.warn_max_ape));
   }
   r.samples = std::move(samples);
   return r;

@@ -3,8 +3,8 @@
 //
 // Method: minimise the sum of squared *relative* errors, sum_i ((x_i . c - t_i) / t_i)^2, because a
 // grid spans three orders of magnitude of step time and the simulator needs every shape right in
-// proportion, not the largest ones in absolute seconds. Columns are scaled to unit norm and solved by
-// column-pivoting Householder QR (Eigen); a rank below the number of terms means the grid cannot
+// proportion, not the largest ones in absolute seconds. Columns are scaled to unit norm and solved
+// by column-pivoting Householder QR (Eigen); a rank below the number of terms means the grid cannot
 // separate them, and the fit refuses. A negative coefficient has no physical meaning: unless
 // allowed, the most negative term is dropped (reported, coefficient 0) and the fit repeated.
 //

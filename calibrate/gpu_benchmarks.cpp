@@ -73,7 +73,8 @@ class LayerGemms {
     if (m.experts > 0) {
       expert_tokens_.assign(static_cast<size_t>(m.experts), 0);
       for (int64_t t = 0; t < t_; ++t) {
-        for (int32_t j = 0; j < m.top_k; ++j) ++expert_tokens_[static_cast<size_t>((t * m.top_k + j) % m.experts)];
+        for (int32_t j = 0; j < m.top_k; ++j)
+          ++expert_tokens_[static_cast<size_t>((t * m.top_k + j) % m.experts)];
       }
     }
   }
@@ -150,9 +151,15 @@ void gpu_benchmark(benchmark::State& state, mk::ModelShape m, GridPoint p, int w
     const auto once = [&] {
       if (!st.ok()) return;
       switch (p.kind) {
-        case BenchKind::kStep: st = step->run(timer.stream()); break;
-        case BenchKind::kAttention: st = step->run_attention(timer.stream()); break;
-        case BenchKind::kGemm: st = gemms->run(timer.stream()); break;
+        case BenchKind::kStep:
+          st = step->run(timer.stream());
+          break;
+        case BenchKind::kAttention:
+          st = step->run_attention(timer.stream());
+          break;
+        case BenchKind::kGemm:
+          st = gemms->run(timer.stream());
+          break;
       }
     };
     for (int i = 0; i < warmup; ++i) timer.seconds(once);
@@ -178,7 +185,9 @@ void gpu_benchmark(benchmark::State& state, mk::ModelShape m, GridPoint p, int w
   state.counters["layers"] = p.kind == BenchKind::kStep ? m.layers : 1;
 }
 
-std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+std::string version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
 
 }  // namespace
 
@@ -187,7 +196,8 @@ bool register_gpu_benchmarks(const kernels::ModelShape& m, const Grid& g, GpuInf
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
-    why = e != cudaSuccess ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e) : "no CUDA device";
+    why = e != cudaSuccess ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e)
+                           : "no CUDA device";
     return false;
   }
   cudaDeviceProp prop{};

@@ -6,9 +6,12 @@ namespace metronome::calibrate {
 
 std::string_view to_string(BenchKind k) {
   switch (k) {
-    case BenchKind::kStep: return "step";
-    case BenchKind::kAttention: return "attention";
-    case BenchKind::kGemm: return "gemm";
+    case BenchKind::kStep:
+      return "step";
+    case BenchKind::kAttention:
+      return "attention";
+    case BenchKind::kGemm:
+      return "gemm";
   }
   return "?";
 }
@@ -42,7 +45,8 @@ void cross(std::vector<GridPoint>& out, BenchKind kind, std::initializer_list<in
 // experts); each grid varies sessions, tokens per session and context independently so that every
 // term moves while the others stay put, and holds out a quarter of the points.
 Grid ci_grid() {
-  Grid g{"ci", "tiny CPU grid for CI: every term identifiable, a few seconds in all", 0.005, 3, 1, {}};
+  Grid g{"ci", "tiny CPU grid for CI: every term identifiable, a few seconds in all", 0.005, 3, 1,
+         {}};
   cross(g.points, BenchKind::kStep, {1, 3, 6}, {1, 4}, {32, 192});
   cross(g.points, BenchKind::kStep, {2, 5}, {1, 4}, {320}, 64, 4);
   cross(g.points, BenchKind::kAttention, {3}, {4}, {192});
@@ -51,8 +55,9 @@ Grid ci_grid() {
 }
 
 Grid cpu_grid() {
-  Grid g{"cpu", "CPU reference kernels, tiny model: decode and 8-token frames, contexts to 1k", 0.05, 5,
-         2, {}};
+  Grid g{"cpu", "CPU reference kernels, tiny model: decode and 8-token frames, contexts to 1k",
+         0.05,  5,
+         2,     {}};
   cross(g.points, BenchKind::kStep, {1, 2, 4, 8, 16}, {1, 8}, {64, 256, 1024});
   cross(g.points, BenchKind::kStep, {4, 16}, {1, 8}, {1024}, 128, 4);
   cross(g.points, BenchKind::kAttention, {1, 16}, {1, 8}, {1024});
@@ -66,8 +71,10 @@ Grid cpu_grid() {
 // minutes. The largest KV set (moshi, 32 KV heads: 16 KiB per token per layer; 256 sessions x 8k
 // tokens; 2 rotating pools) is 64 GiB, inside the card's 139 GiB.
 Grid gpu_grid() {
-  Grid g{"gpu", "device grid: decode at 1..256 sessions, 16-token frames, contexts 512..8k, windowed",
-         0.04, 5, 2, {}};
+  Grid g{
+      "gpu", "device grid: decode at 1..256 sessions, 16-token frames, contexts 512..8k, windowed",
+      0.04,  5,
+      2,     {}};
   cross(g.points, BenchKind::kStep, {1, 8, 32, 128, 256}, {1}, {512, 2048, 8192});
   cross(g.points, BenchKind::kStep, {1, 8, 32, 64}, {16}, {512, 4096});
   cross(g.points, BenchKind::kStep, {16, 256}, {1, 16}, {8192}, 1024, 16);
@@ -80,7 +87,8 @@ Grid gpu_grid() {
 }
 
 Grid gpu_quick_grid() {
-  Grid g{"gpu-quick", "device smoke grid: the smallest set the six-term fit accepts", 0.02, 3, 1, {}};
+  Grid g{"gpu-quick", "device smoke grid: the smallest set the six-term fit accepts", 0.02, 3, 1,
+         {}};
   cross(g.points, BenchKind::kStep, {1, 16, 128}, {1, 16}, {512, 4096});
   cross(g.points, BenchKind::kStep, {64}, {1}, {8192}, 1024, 16);
   return g;

@@ -2,10 +2,10 @@
 // benchmark kind, how long and how often. Plain C++ (no JSON, no CUDA): the standalone device build
 // uses it too.
 //
-// A point is one engine step: `sessions` sessions each bringing `q_len` new tokens (1: decode; tens:
-// a frame's prefill) on top of `ctx` cached tokens, under a KV window (unbounded: attention cost grows
-// with ctx; windowed: capped at S + W). The fit turns a point into the simulator's PassShape with
-// step_shape.h, so a grid only needs to vary what the cost terms depend on.
+// A point is one engine step: `sessions` sessions each bringing `q_len` new tokens (1: decode;
+// tens: a frame's prefill) on top of `ctx` cached tokens, under a KV window (unbounded: attention
+// cost grows with ctx; windowed: capped at S + W). The fit turns a point into the simulator's
+// PassShape with step_shape.h, so a grid only needs to vary what the cost terms depend on.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +25,10 @@ std::optional<BenchKind> bench_kind_from(std::string_view s);
 struct GridPoint {
   BenchKind kind = BenchKind::kStep;
   int32_t sessions = 1;
-  int32_t q_len = 1;   // new tokens per session this step
-  int32_t ctx = 0;     // tokens cached per session before the step
-  int64_t window = -1; // W; < 0: unbounded
-  int64_t sinks = 0;   // S
+  int32_t q_len = 1;    // new tokens per session this step
+  int32_t ctx = 0;      // tokens cached per session before the step
+  int64_t window = -1;  // W; < 0: unbounded
+  int64_t sinks = 0;    // S
 };
 
 struct Grid {

@@ -23,8 +23,9 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, Fi
       continue;
     }
     if (b.layers != model.layers) {
-      throw FitError(run.source + ": benchmark \"" + b.name + "\" timed " + std::to_string(b.layers) +
-                     " layers, model \"" + model.name + "\" has " + std::to_string(model.layers));
+      throw FitError(run.source + ": benchmark \"" + b.name + "\" timed " +
+                     std::to_string(b.layers) + " layers, model \"" + model.name + "\" has " +
+                     std::to_string(model.layers));
     }
     samples.push_back({b.name, b.point, step_pass_shape(b.point), b.seconds});
   }

@@ -3,9 +3,8 @@
 // analytic calibration JSON.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "calibrate/bench_json.h"
 #include "calibrate/fit.h"

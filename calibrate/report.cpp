@@ -1,10 +1,10 @@
 #include "calibrate/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "calibrate/step_shape.h"
 #include "sim/cost/roofline_cost_model.h"
@@ -47,7 +47,8 @@ CalibrationReport compare_with_roofline(const nlohmann::json& file_json, const C
         p.sinks = pj.value("sinks", int64_t{0});
         if (p.sessions < 1 || p.q_len < 1 || p.ctx < 0) continue;
         ReportRow row{p, step_pass_shape(p), std::nullopt, 0, 0};
-        if (auto m = pj.find("measured_s"); m != pj.end() && m->is_number()) row.measured_s = m->get<double>();
+        if (auto m = pj.find("measured_s"); m != pj.end() && m->is_number())
+          row.measured_s = m->get<double>();
         r.rows.push_back(row);
       }
     }
@@ -73,26 +74,30 @@ CalibrationReport compare_with_roofline(const nlohmann::json& file_json, const C
 nlohmann::json report_json(const CalibrationReport& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
-    rows.push_back({{"sessions", row.point.sessions},
-                    {"q_len", row.point.q_len},
-                    {"ctx", row.point.ctx},
-                    {"window", row.point.window},
-                    {"sinks", row.point.sinks},
-                    {"query_tokens", row.shape.query_tokens},
-                    {"kv_read_tokens", row.shape.kv_read_tokens},
-                    {"qk_pairs", row.shape.qk_pairs},
-                    {"measured_s", row.measured_s ? nlohmann::json(*row.measured_s) : nlohmann::json(nullptr)},
-                    {"calibrated_s", row.calibrated_s},
-                    {"roofline_s", row.roofline_s},
-                    {"calibrated_over_roofline", row.roofline_s > 0 ? row.calibrated_s / row.roofline_s : 0.0}});
+    rows.push_back(
+        {{"sessions", row.point.sessions},
+         {"q_len", row.point.q_len},
+         {"ctx", row.point.ctx},
+         {"window", row.point.window},
+         {"sinks", row.point.sinks},
+         {"query_tokens", row.shape.query_tokens},
+         {"kv_read_tokens", row.shape.kv_read_tokens},
+         {"qk_pairs", row.shape.qk_pairs},
+         {"measured_s", row.measured_s ? nlohmann::json(*row.measured_s) : nlohmann::json(nullptr)},
+         {"calibrated_s", row.calibrated_s},
+         {"roofline_s", row.roofline_s},
+         {"calibrated_over_roofline",
+          row.roofline_s > 0 ? row.calibrated_s / row.roofline_s : 0.0}});
   }
-  return {{"calibration", r.calibration},
-          {"roofline", r.roofline},
-          {"grid", r.grid},
-          {"calibrated_over_roofline", {{"median", r.median_ratio}, {"min", r.min_ratio}, {"max", r.max_ratio}}},
-          {"roofline_median_ape_vs_measured",
-           r.roofline_median_ape ? nlohmann::json(*r.roofline_median_ape) : nlohmann::json(nullptr)},
-          {"rows", rows}};
+  return {
+      {"calibration", r.calibration},
+      {"roofline", r.roofline},
+      {"grid", r.grid},
+      {"calibrated_over_roofline",
+       {{"median", r.median_ratio}, {"min", r.min_ratio}, {"max", r.max_ratio}}},
+      {"roofline_median_ape_vs_measured",
+       r.roofline_median_ape ? nlohmann::json(*r.roofline_median_ape) : nlohmann::json(nullptr)},
+      {"rows", rows}};
 }
 
 std::string report_text(const CalibrationReport& r) {
@@ -100,22 +105,24 @@ std::string report_text(const CalibrationReport& r) {
   o << "calibration " << r.calibration << "\n";
   o << "roofline    " << r.roofline << "\n";
   o << "points      " << r.grid << " (step times without the scheduler's step overhead)\n\n";
-  o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9}\n", "sessions", "q", "ctx",
-                   "window", "measured", "calibrated", "roofline", "cal/roof");
+  o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9}\n", "sessions", "q",
+                   "ctx", "window", "measured", "calibrated", "roofline", "cal/roof");
   for (const auto& row : r.rows) {
-    const std::string win = row.point.window < 0 ? "unbounded"
-                                                 : fmt::format("W{} S{}", row.point.window, row.point.sinks);
-    o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9.2f}\n", row.point.sessions,
-                     row.point.q_len, row.point.ctx, win,
+    const std::string win = row.point.window < 0
+                                ? "unbounded"
+                                : fmt::format("W{} S{}", row.point.window, row.point.sinks);
+    o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9.2f}\n",
+                     row.point.sessions, row.point.q_len, row.point.ctx, win,
                      row.measured_s ? fmt::format("{:.4f} ms", *row.measured_s * 1e3) : "-",
                      fmt::format("{:.4f} ms", row.calibrated_s * 1e3),
                      fmt::format("{:.4f} ms", row.roofline_s * 1e3),
                      row.roofline_s > 0 ? row.calibrated_s / row.roofline_s : 0.0);
   }
-  o << fmt::format("\ncalibrated / roofline: median {:.2f}, range {:.2f} .. {:.2f}\n", r.median_ratio,
-                   r.min_ratio, r.max_ratio);
+  o << fmt::format("\ncalibrated / roofline: median {:.2f}, range {:.2f} .. {:.2f}\n",
+                   r.median_ratio, r.min_ratio, r.max_ratio);
   if (r.roofline_median_ape) {
-    o << fmt::format("roofline vs measured: median absolute error {:.1f}%\n", 100 * *r.roofline_median_ape);
+    o << fmt::format("roofline vs measured: median absolute error {:.1f}%\n",
+                     100 * *r.roofline_median_ape);
   }
   return o.str();
 }

@@ -1,13 +1,13 @@
-// Compares a calibration with the roofline (analytic, the scenario's model and GPU datasheet) on the
-// same grid of step shapes: per point the calibrated time, the roofline's, and the measurement where
-// the file has one. Both without the scheduler's step overhead, which the simulator adds to either.
+// Compares a calibration with the roofline (analytic, the scenario's model and GPU datasheet) on
+// the same grid of step shapes: per point the calibrated time, the roofline's, and the measurement
+// where the file has one. Both without the scheduler's step overhead, which the simulator adds to
+// either.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "calibrate/grid.h"
 #include "sim/cost/calibrated_cost_model.h"

@@ -56,7 +56,8 @@ bool SessionBlocks::append(BlockPool& pool, int64_t n) {
 
 int32_t SessionBlocks::release_outside_window(BlockPool& pool) {
   if (window_.unbounded() || tokens_ == 0) return 0;
-  const int64_t q = tokens_;  // the next query's position; later queries see a subset of what it sees
+  const int64_t q =
+      tokens_;  // the next query's position; later queries see a subset of what it sees
   int32_t freed = 0;
   const int64_t nblocks = static_cast<int64_t>(table_.size());
   for (int64_t b = first_unreleased_; b < nblocks; ++b) {

@@ -1,11 +1,12 @@
 // Host-side block bookkeeping for a paged KV cache: a pool of fixed-size blocks and, per session, a
 // block table mapping logical blocks (position / block_size) to physical ones.
 //
-// Windowed policy (kv::Window with window >= 0): after each frame, blocks that no future query can see
-// are returned to the pool, except a partial last block (the next append writes into it). Sink
+// Windowed policy (kv::Window with window >= 0): after each frame, blocks that no future query can
+// see are returned to the pool, except a partial last block (the next append writes into it). Sink
 // blocks (those holding any of the first S positions) stay pinned; a
 // block straddling the window's left edge stays until its last position leaves the window. Which
-// positions are visible is decided by kv::key_visible alone, the rule the kernels and the simulator use.
+// positions are visible is decided by kv::key_visible alone, the rule the kernels and the simulator
+// use.
 //
 // Lifecycle of a session per frame of n tokens:
 //   append(pool, n)            allocate blocks for positions [tokens, tokens + n); tokens += n

@@ -18,7 +18,8 @@ class CudaError : public std::runtime_error {
 
 [[noreturn]] inline void throw_cuda_error(const char* what, const char* expr, const char* file,
                                           int line) {
-  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expr + " failed: " + what);
+  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                  " failed: " + what);
 }
 
 // The result of a launcher: ok, or why not (bad parameters, or a CUDA/cuBLAS error).
@@ -36,30 +37,30 @@ inline Status cuda_status(cudaError_t e, const char* where) {
 
 }  // namespace metronome::kernels
 
-#define CUDA_CHECK(expr)                                                                   \
-  do {                                                                                     \
-    const cudaError_t metronome_err_ = (expr);                                             \
-    if (metronome_err_ != cudaSuccess) {                                                   \
-      ::metronome::kernels::throw_cuda_error(cudaGetErrorString(metronome_err_), #expr,    \
-                                             __FILE__, __LINE__);                          \
-    }                                                                                      \
+#define CUDA_CHECK(expr)                                                                          \
+  do {                                                                                            \
+    const cudaError_t metronome_err_ = (expr);                                                    \
+    if (metronome_err_ != cudaSuccess) {                                                          \
+      ::metronome::kernels::throw_cuda_error(cudaGetErrorString(metronome_err_), #expr, __FILE__, \
+                                             __LINE__);                                           \
+    }                                                                                             \
   } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                 \
-  do {                                                                                     \
-    const cublasStatus_t metronome_st_ = (expr);                                           \
-    if (metronome_st_ != CUBLAS_STATUS_SUCCESS) {                                          \
-      ::metronome::kernels::throw_cuda_error(cublasGetStatusString(metronome_st_), #expr,  \
-                                             __FILE__, __LINE__);                          \
-    }                                                                                      \
+#define CUBLAS_CHECK(expr)                                                                \
+  do {                                                                                    \
+    const cublasStatus_t metronome_st_ = (expr);                                          \
+    if (metronome_st_ != CUBLAS_STATUS_SUCCESS) {                                         \
+      ::metronome::kernels::throw_cuda_error(cublasGetStatusString(metronome_st_), #expr, \
+                                             __FILE__, __LINE__);                         \
+    }                                                                                     \
   } while (0)
 
 // Throws a launcher's failed Status (tests and harnesses that have nothing to skip).
-#define STATUS_CHECK(expr)                                                                 \
-  do {                                                                                     \
-    const ::metronome::kernels::Status metronome_s_ = (expr);                              \
-    if (!metronome_s_.ok()) {                                                              \
-      ::metronome::kernels::throw_cuda_error(metronome_s_.error.c_str(), #expr, __FILE__,  \
-                                             __LINE__);                                    \
-    }                                                                                      \
+#define STATUS_CHECK(expr)                                                                \
+  do {                                                                                    \
+    const ::metronome::kernels::Status metronome_s_ = (expr);                             \
+    if (!metronome_s_.ok()) {                                                             \
+      ::metronome::kernels::throw_cuda_error(metronome_s_.error.c_str(), #expr, __FILE__, \
+                                             __LINE__);                                   \
+    }                                                                                     \
   } while (0)

@@ -34,7 +34,7 @@ inline uint16_t float_to_f16_bits(float f) {
   if (abs < 0x38800000) {  // below 2^-14: subnormal half (or zero)
     // Scale so that the half's subnormal step (2^-24) becomes 1, then round to an integer.
     const float scaled = std::bit_cast<float>(abs) * 16777216.0f;  // exact: power of two
-    const float r = std::nearbyint(scaled);                         // ties-to-even by default
+    const float r = std::nearbyint(scaled);                        // ties-to-even by default
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(r));
   }
   const uint32_t exp = ((abs >> 23) - 127 + 15);

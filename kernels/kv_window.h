@@ -1,11 +1,12 @@
-// The KV visibility rule and paged-block arithmetic, shared by the CUDA kernels, their CPU references
-// and the simulator's pool accounting so that the three cannot drift apart.
+// The KV visibility rule and paged-block arithmetic, shared by the CUDA kernels, their CPU
+// references and the simulator's pool accounting so that the three cannot drift apart.
 //
-// Positions are absolute token indices within a session, 0-based. A query at position q sees key k iff
+// Positions are absolute token indices within a session, 0-based. A query at position q sees key k
+// iff
 //     k <= q  and  (unbounded  or  k < S  or  q - k <= W)
 // i.e. the S attention-sink tokens, the W tokens before the query, and the query itself. After a
-// session has cached ctx tokens, the next query (at ctx) needs keys [0, S) and [ctx - W, ctx): resident
-// KV is at most S + W tokens, plus the frame being ingested while a step runs.
+// session has cached ctx tokens, the next query (at ctx) needs keys [0, S) and [ctx - W, ctx):
+// resident KV is at most S + W tokens, plus the frame being ingested while a step runs.
 //
 // Plain C++ (no CUDA headers) so that sim/ can include it; the macro only decorates under nvcc.
 #pragma once
@@ -30,18 +31,21 @@ struct Window {
 
 constexpr METRONOME_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A block size with its division precomputed: a power of two (the usual 16) divides by shifting. The
-// simulator's pool accounting divides several times per frame, millions of frames per run.
+// A block size with its division precomputed: a power of two (the usual 16) divides by shifting.
+// The simulator's pool accounting divides several times per frame, millions of frames per run.
 class BlockSize {
  public:
-  constexpr METRONOME_HD BlockSize(int64_t v) : value_(v), shift_(-1) {  // NOLINT: implicit on purpose
+  constexpr METRONOME_HD BlockSize(int64_t v)
+      : value_(v), shift_(-1) {  // NOLINT: implicit on purpose
     for (int s = 0; s < 62; ++s) {
       if ((int64_t{1} << s) == v) shift_ = s;
     }
   }
   constexpr METRONOME_HD int64_t value() const { return value_; }
   // floor(a / value) for a >= 0.
-  constexpr METRONOME_HD int64_t div(int64_t a) const { return shift_ >= 0 ? a >> shift_ : a / value_; }
+  constexpr METRONOME_HD int64_t div(int64_t a) const {
+    return shift_ >= 0 ? a >> shift_ : a / value_;
+  }
   constexpr METRONOME_HD int64_t ceil_div(int64_t a) const { return div(a + value_ - 1); }
 
  private:
@@ -71,9 +75,10 @@ constexpr METRONOME_HD int64_t visible_keys(int64_t q, Window w) {
   return sinks + (q + 1 - start);
 }
 
-// Blocks covering positions [0, min(S, end)) U [max(0, start), end): the blocks a session must hold.
+// Blocks covering positions [0, min(S, end)) U [max(0, start), end): the blocks a session must
+// hold.
 constexpr METRONOME_HD int64_t blocks_covering(int64_t start, int64_t end, int64_t sinks,
-                                              BlockSize block_size) {
+                                               BlockSize block_size) {
   if (end <= 0) return 0;
   if (start < 0) start = 0;
   const int64_t sink_blocks = block_size.ceil_div(sinks < end ? sinks : end);
@@ -88,8 +93,8 @@ constexpr METRONOME_HD int64_t resident_blocks(int64_t ctx, Window w, BlockSize 
   return blocks_covering(window_start(ctx, w), ctx, w.unbounded() ? 0 : w.sinks, block_size);
 }
 
-// Blocks held while a step appends n tokens to a context of ctx: the window of the step's first query
-// plus every new token.
+// Blocks held while a step appends n tokens to a context of ctx: the window of the step's first
+// query plus every new token.
 constexpr METRONOME_HD int64_t step_blocks(int64_t ctx, int64_t n, Window w, BlockSize block_size) {
   return blocks_covering(window_start(ctx, w), ctx + n, w.unbounded() ? 0 : w.sinks, block_size);
 }

@@ -4,11 +4,12 @@
 // (CUBLAS_COMPUTE_32F). cuBLAS is column-major; a row-major [r, c] matrix is a column-major [c, r]
 // one, so with X = x^T [k, m], W = w^T [k, n] and Y = y^T [n, m] (all column-major, no copies):
 //     Y = W^T X   ->   gemm(op(A) = T on w (lda k), op(B) = N on x (ldb k), C = y (ldc n), n, m, k)
-// silu_mul: out[i, j] = g / (1 + e^-g) * u with g = gate_up[i, j], u = gate_up[i, f + j]; fp32 math.
-#include "kernels/layer_gemms.h"
-
+// silu_mul: out[i, j] = g / (1 + e^-g) * u with g = gate_up[i, j], u = gate_up[i, f + j]; fp32
+// math.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include "kernels/layer_gemms.h"
 
 namespace metronome::kernels {
 namespace {
@@ -16,15 +17,23 @@ namespace {
 template <typename T>
 __device__ __forceinline__ float to_f(T x);
 template <>
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
 template <>
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(__half x) {
+  return __half2float(x);
+}
 template <typename T>
 __device__ __forceinline__ T from_f(float x);
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 from_f(float x) {
+  return __float2bfloat16_rn(x);
+}
 template <>
-__device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_f(float x) {
+  return __float2half_rn(x);
+}
 
 template <typename T>
 __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int32_t m,
@@ -51,8 +60,9 @@ template <typename T>
 __global__ void fill_uniform_kernel(T* x, int64_t n, float amplitude, uint64_t seed) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float u = static_cast<float>(mix(seed ^ mix(static_cast<uint64_t>(i))) >> 40) *
-                        (2.f / 16777216.f) - 1.f;  // 24 random bits -> [-1, 1)
+    const float u =
+        static_cast<float>(mix(seed ^ mix(static_cast<uint64_t>(i))) >> 40) * (2.f / 16777216.f) -
+        1.f;  // 24 random bits -> [-1, 1)
     x[i] = from_f<T>(amplitude * u);
   }
 }

@@ -19,10 +19,11 @@ struct LayerStep::Impl {
   cublasHandle_t cublas = nullptr;
   std::vector<void*> allocations;
   // Weights (one set for all layers).
-  void *w_qkv = nullptr, *w_o = nullptr, *w_gate_up = nullptr, *w_down = nullptr, *w_router = nullptr;
+  void *w_qkv = nullptr, *w_o = nullptr, *w_gate_up = nullptr, *w_down = nullptr,
+       *w_router = nullptr;
   // Activations.
-  void *x = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gate_up = nullptr, *act = nullptr,
-       *logits = nullptr;
+  void *x = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gate_up = nullptr,
+       *act = nullptr, *logits = nullptr;
   // KV pools and batch arrays.
   std::vector<void*> k_pools, v_pools;
   int32_t num_blocks = 0;
@@ -92,7 +93,8 @@ LayerStep::LayerStep(const ModelShape& model, BatchComposition batch, LayerStepO
   d.opt = options;
   const auto& b = d.batch;
   if (b.q_lens.size() != b.ctx_lens.size() || b.q_lens.empty()) {
-    throw std::invalid_argument("LayerStep: q_lens and ctx_lens must be non-empty and equal in size");
+    throw std::invalid_argument(
+        "LayerStep: q_lens and ctx_lens must be non-empty and equal in size");
   }
   if (options.layers < 1 || options.kv_pools < 1 || options.block_size < 1) {
     throw std::invalid_argument("LayerStep: layers, kv_pools and block_size must be >= 1");
@@ -181,7 +183,8 @@ LayerStep::LayerStep(const ModelShape& model, BatchComposition batch, LayerStepO
     const int64_t assignments = T * model.top_k;
     const int64_t active = std::min<int64_t>(model.experts, assignments);
     for (int64_t e = 0; e < active; ++e) {
-      d.expert_tokens.push_back(static_cast<int32_t>(assignments / active + (e < assignments % active)));
+      d.expert_tokens.push_back(
+          static_cast<int32_t>(assignments / active + (e < assignments % active)));
     }
   }
   for (size_t s = 0; s < seq_lens.size(); ++s) {
@@ -213,24 +216,43 @@ Status LayerStep::run(cudaStream_t stream) {
   const int32_t qkv_cols = (m.q_heads + 2 * m.kv_heads) * m.head_dim;
   const Dtype dt = d.opt.dtype;
   for (int32_t layer = 0; layer < d.opt.layers; ++layer) {
-    if (Status st = linear(d.cublas, {dt, d.x, d.w_qkv, d.qkv, T, qkv_cols, m.hidden}, stream); !st.ok()) return st;
+    if (Status st = linear(d.cublas, {dt, d.x, d.w_qkv, d.qkv, T, qkv_cols, m.hidden}, stream);
+        !st.ok())
+      return st;
     if (Status st = d.attention(stream, layer); !st.ok()) return st;
-    if (Status st = linear(d.cublas, {dt, d.attn, d.w_o, d.o, T, m.hidden, m.q_heads * m.head_dim}, stream); !st.ok()) return st;
+    if (Status st =
+            linear(d.cublas, {dt, d.attn, d.w_o, d.o, T, m.hidden, m.q_heads * m.head_dim}, stream);
+        !st.ok())
+      return st;
     if (m.experts == 0) {
-      if (Status st = linear(d.cublas, {dt, d.o, d.w_gate_up, d.gate_up, T, 2 * m.ffn, m.hidden}, stream); !st.ok()) return st;
+      if (Status st =
+              linear(d.cublas, {dt, d.o, d.w_gate_up, d.gate_up, T, 2 * m.ffn, m.hidden}, stream);
+          !st.ok())
+        return st;
       if (Status st = silu_mul(dt, d.gate_up, d.act, T, m.ffn, stream); !st.ok()) return st;
-      if (Status st = linear(d.cublas, {dt, d.act, d.w_down, d.x, T, m.hidden, m.ffn}, stream); !st.ok()) return st;
+      if (Status st = linear(d.cublas, {dt, d.act, d.w_down, d.x, T, m.hidden, m.ffn}, stream);
+          !st.ok())
+        return st;
     } else {
-      if (Status st = linear(d.cublas, {dt, d.o, d.w_router, d.logits, T, m.experts, m.hidden}, stream); !st.ok()) return st;
+      if (Status st =
+              linear(d.cublas, {dt, d.o, d.w_router, d.logits, T, m.experts, m.hidden}, stream);
+          !st.ok())
+        return st;
       const int64_t gu_elems = int64_t{2} * m.ffn * m.hidden, d_elems = int64_t{m.hidden} * m.ffn;
       for (size_t e = 0; e < d.expert_tokens.size(); ++e) {
         const int32_t c = d.expert_tokens[e];
-        const void* wgu = static_cast<const char*>(d.w_gate_up) + static_cast<int64_t>(e) * gu_elems * 2;
+        const void* wgu =
+            static_cast<const char*>(d.w_gate_up) + static_cast<int64_t>(e) * gu_elems * 2;
         const void* wd = static_cast<const char*>(d.w_down) + static_cast<int64_t>(e) * d_elems * 2;
-        if (Status st = linear(d.cublas, {dt, d.o, wgu, d.gate_up, c, 2 * m.ffn, m.hidden}, stream); !st.ok()) return st;
+        if (Status st = linear(d.cublas, {dt, d.o, wgu, d.gate_up, c, 2 * m.ffn, m.hidden}, stream);
+            !st.ok())
+          return st;
         if (Status st = silu_mul(dt, d.gate_up, d.act, c, m.ffn, stream); !st.ok()) return st;
-        // Expert outputs land in x in turn (no weighted sum): same bytes and FLOPs as the real thing.
-        if (Status st = linear(d.cublas, {dt, d.act, wd, d.x, c, m.hidden, m.ffn}, stream); !st.ok()) return st;
+        // Expert outputs land in x in turn (no weighted sum): same bytes and FLOPs as the real
+        // thing.
+        if (Status st = linear(d.cublas, {dt, d.act, wd, d.x, c, m.hidden, m.ffn}, stream);
+            !st.ok())
+          return st;
       }
     }
   }

@@ -2,7 +2,8 @@
 //
 // For session s, new token i at position p = seq_lens[s] - q_len(s) + i, query head h, KV head
 // g = h / G (G = q_heads / kv_heads):
-//     out[t, h, :] = sum_k softmax_k(scale * q[t, h, :] . K[k, g, :]) V[k, g, :],  t = q_start[s] + i
+//     out[t, h, :] = sum_k softmax_k(scale * q[t, h, :] . K[k, g, :]) V[k, g, :],  t = q_start[s] +
+//     i
 // over keys with kv::key_visible(p, k, window). WINDOWED = false passes kv::Window{} (all k <= p).
 //
 // Layouts: q, out [total_q, q_heads, D]; K, V pools [num_blocks, block_size, kv_heads, D];
@@ -14,21 +15,22 @@
 // are read once for the whole group), and one split of the keys. The keys a tile can see are a
 // "virtual" range: the sinks left of the window, then [window_start(first query), last query];
 // splits cut that range so that few sessions with long contexts still fill the GPU. With more than
-// one split, each CTA writes unnormalised partials (acc, max, sum) and a combine kernel merges them.
+// one split, each CTA writes unnormalised partials (acc, max, sum) and a combine kernel merges
+// them.
 //
-// Inner loop, per 32-key tile (K, V staged in shared memory by cp.async, double buffered): lane j of
-// each warp takes key j and computes its scores for the warp's rows (K row padded 16 bytes: no bank
-// conflicts); the warp's max and sum update each row's online softmax by shuffles; then each lane
-// accumulates D/32 output dimensions over the tile's keys. Any block size works: every key's
+// Inner loop, per 32-key tile (K, V staged in shared memory by cp.async, double buffered): lane j
+// of each warp takes key j and computes its scores for the warp's rows (K row padded 16 bytes: no
+// bank conflicts); the warp's max and sum update each row's online softmax by shuffles; then each
+// lane accumulates D/32 output dimensions over the tile's keys. Any block size works: every key's
 // physical block is looked up individually.
-#include "kernels/paged_attention.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <mutex>
 #include <string>
+
+#include "kernels/paged_attention.h"
 
 namespace metronome::kernels {
 namespace {
@@ -46,7 +48,9 @@ struct Vec<__nv_bfloat16> {
   static __device__ __forceinline__ float2 to_float2(uint32_t u) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
   }
-  static __device__ __forceinline__ __nv_bfloat16 from_float(float f) { return __float2bfloat16_rn(f); }
+  static __device__ __forceinline__ __nv_bfloat16 from_float(float f) {
+    return __float2bfloat16_rn(f);
+  }
   static __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 };
 template <>
@@ -84,8 +88,8 @@ struct KernelArgs {
   const void* v_pool;
   const void* q;
   void* out;
-  float* o_part;   // [total_q, q_heads, splits, D] unnormalised partial outputs
-  float2* ml;      // [total_q, q_heads, splits] (running max in log2 units, sum of weights)
+  float* o_part;  // [total_q, q_heads, splits, D] unnormalised partial outputs
+  float2* ml;     // [total_q, q_heads, splits] (running max in log2 units, sum of weights)
   FrameBatch batch;
   kv::Window window;
   int64_t q_stride;
@@ -95,12 +99,11 @@ struct KernelArgs {
 };
 
 template <typename T, int D, int ROWS, bool WINDOWED>
-__global__ void __launch_bounds__(kThreads)
-    paged_attention_kernel(const KernelArgs a) {
+__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const KernelArgs a) {
   constexpr int kRowsPerWarp = ROWS / kWarps;
   constexpr int kDimsPerLane = D / 32;
   constexpr int kChunksPerRow = D / 8;  // 16-byte chunks
-  constexpr int kKPitch = D + 8;        // +16 bytes: lanes reading different keys hit distinct banks
+  constexpr int kKPitch = D + 8;  // +16 bytes: lanes reading different keys hit distinct banks
   static_assert(ROWS % kWarps == 0 && D % 64 == 0);
 
   __shared__ __align__(16) float q_s[ROWS][D];
@@ -234,11 +237,15 @@ __global__ void __launch_bounds__(kThreads)
       if constexpr (kDimsPerLane == 4) {
         const uint2 u = *reinterpret_cast<const uint2*>(&v_s[buf][kk][lane * 4]);
         const float2 a01 = Vec<T>::to_float2(u.x), a23 = Vec<T>::to_float2(u.y);
-        v[0] = a01.x; v[1] = a01.y; v[2] = a23.x; v[3] = a23.y;
+        v[0] = a01.x;
+        v[1] = a01.y;
+        v[2] = a23.x;
+        v[3] = a23.y;
       } else {
         const uint32_t u = *reinterpret_cast<const uint32_t*>(&v_s[buf][kk][lane * 2]);
         const float2 a01 = Vec<T>::to_float2(u);
-        v[0] = a01.x; v[1] = a01.y;
+        v[0] = a01.x;
+        v[1] = a01.y;
       }
 #pragma unroll
       for (int i = 0; i < kRowsPerWarp; ++i) {
@@ -274,9 +281,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // out = sum_i 2^(m_i - M) acc_i / sum_i 2^(m_i - M) l_i over splits i, M = max_i m_i.
 template <typename T, int D>
-__global__ void __launch_bounds__(D) combine_kernel(const float* __restrict__ o_part,
-                                                    const float2* __restrict__ ml, T* __restrict__ out,
-                                                    int32_t splits) {
+__global__ void __launch_bounds__(D)
+    combine_kernel(const float* __restrict__ o_part, const float2* __restrict__ ml,
+                   T* __restrict__ out, int32_t splits) {
   const int64_t slot = blockIdx.x;  // t * q_heads + h
   const int d = threadIdx.x;
   float mx = -INFINITY;
@@ -310,8 +317,8 @@ int rows_per_tile(const PagedAttentionParams& p) {
 // Longest virtual key range any tile walks.
 int64_t max_virtual_keys(const PagedAttentionParams& p) {
   if (p.window.unbounded()) return p.batch.max_seq_len;
-  return std::min<int64_t>(p.batch.max_seq_len,
-                           std::max<int64_t>(p.window.sinks, 0) + p.window.window + p.batch.max_q_len);
+  return std::min<int64_t>(p.batch.max_seq_len, std::max<int64_t>(p.window.sinks, 0) +
+                                                    p.window.window + p.batch.max_q_len);
 }
 
 int32_t split_keys(const PagedAttentionParams& p, int32_t splits) {
@@ -330,7 +337,8 @@ Status validate(const PagedAttentionParams& p) {
     return Status::Invalid("paged_attention: q_heads must be a positive multiple of kv_heads");
   }
   if (p.kv.block_size < 1) return Status::Invalid("paged_attention: block_size < 1");
-  if (!p.window.unbounded() && p.window.sinks < 0) return Status::Invalid("paged_attention: sinks < 0");
+  if (!p.window.unbounded() && p.window.sinks < 0)
+    return Status::Invalid("paged_attention: sinks < 0");
   if (p.batch.num_sessions < 0 || p.batch.num_sessions > 65535) {
     return Status::Invalid("paged_attention: num_sessions must be in [0, 65535]");
   }
@@ -383,9 +391,11 @@ template <typename T, int D>
 Status dispatch_rows(const PagedAttentionParams& p, int32_t splits, cudaStream_t stream) {
   const bool windowed = !p.window.unbounded();
   if (rows_per_tile(p) == 8) {
-    return windowed ? launch<T, D, 8, true>(p, splits, stream) : launch<T, D, 8, false>(p, splits, stream);
+    return windowed ? launch<T, D, 8, true>(p, splits, stream)
+                    : launch<T, D, 8, false>(p, splits, stream);
   }
-  return windowed ? launch<T, D, 16, true>(p, splits, stream) : launch<T, D, 16, false>(p, splits, stream);
+  return windowed ? launch<T, D, 16, true>(p, splits, stream)
+                  : launch<T, D, 16, false>(p, splits, stream);
 }
 
 template <typename T>
@@ -399,7 +409,8 @@ Status dispatch_dim(const PagedAttentionParams& p, int32_t splits, cudaStream_t 
 int32_t paged_attention_splits(const PagedAttentionParams& p) {
   const int64_t n = std::max<int64_t>(max_virtual_keys(p), 1);
   const int64_t most = std::max<int64_t>(1, n / kMinSplitKeys);
-  if (p.num_splits > 0) return std::min(p.num_splits, 1024);  // extra splits are empty, still correct
+  if (p.num_splits > 0)
+    return std::min(p.num_splits, 1024);  // extra splits are empty, still correct
   if (p.batch.num_sessions == 0 || p.kv.kv_heads < 1 || p.q_heads < p.kv.kv_heads) return 1;
   const int group = p.q_heads / p.kv.kv_heads;
   const int rows = rows_per_tile(p);
@@ -423,7 +434,8 @@ Status paged_attention(const PagedAttentionParams& p, cudaStream_t stream) {
   if (p.batch.num_sessions == 0 || p.total_q == 0) return Status::Ok();
   const int32_t splits = paged_attention_splits(p);
   if (splits > 1 && (!p.workspace || p.workspace_bytes < paged_attention_workspace_bytes(p))) {
-    return Status::Invalid("paged_attention: workspace smaller than paged_attention_workspace_bytes");
+    return Status::Invalid(
+        "paged_attention: workspace smaller than paged_attention_workspace_bytes");
   }
   return p.dtype == Dtype::kBF16 ? dispatch_dim<__nv_bfloat16>(p, splits, stream)
                                  : dispatch_dim<__half>(p, splits, stream);

@@ -1,10 +1,10 @@
 // Plain views of a paged KV cache and of one frame's batch, shared by the CUDA kernels and the CPU
 // references (the pointers are device or host memory depending on who runs).
 //
-// Layout follows vLLM/FlashInfer "NHD" paging: the cache of one layer is a pool of blocks, each holding
-// block_size consecutive token positions of one session for every KV head. A session's block table maps
-// its logical block (position / block_size) to a physical block of the pool; -1 marks a block never
-// allocated or released by the windowed policy (it must never be read).
+// Layout follows vLLM/FlashInfer "NHD" paging: the cache of one layer is a pool of blocks, each
+// holding block_size consecutive token positions of one session for every KV head. A session's
+// block table maps its logical block (position / block_size) to a physical block of the pool; -1
+// marks a block never allocated or released by the windowed policy (it must never be read).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,10 @@ namespace metronome::kernels {
 // One layer's K and V pools. T: __nv_bfloat16 / __half on the GPU, float in the CPU reference.
 template <typename T>
 struct PagedKv {
-  T* k = nullptr;          // [num_blocks, block_size, kv_heads, head_dim]
-  T* v = nullptr;          // [num_blocks, block_size, kv_heads, head_dim]
-  int32_t num_blocks = 0;  // blocks in the pool
-  int32_t block_size = 16; // token positions per block, any value >= 1
+  T* k = nullptr;           // [num_blocks, block_size, kv_heads, head_dim]
+  T* v = nullptr;           // [num_blocks, block_size, kv_heads, head_dim]
+  int32_t num_blocks = 0;   // blocks in the pool
+  int32_t block_size = 16;  // token positions per block, any value >= 1
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
 
@@ -30,8 +30,8 @@ struct PagedKv {
 };
 
 // The sessions stepped together in one frame. Session s brings q_len(s) = q_start[s+1] - q_start[s]
-// new tokens at positions [seq_lens[s] - q_len(s), seq_lens[s]); they are appended to the cache before
-// attention runs, so a query attends to the cached context and, causally, to its own frame.
+// new tokens at positions [seq_lens[s] - q_len(s), seq_lens[s]); they are appended to the cache
+// before attention runs, so a query attends to the cached context and, causally, to its own frame.
 struct FrameBatch {
   int32_t num_sessions = 0;
   const int32_t* q_start = nullptr;       // [num_sessions + 1] prefix sums of q_len; q_start[0] = 0

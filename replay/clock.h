@@ -13,9 +13,9 @@ namespace metronome::replay {
 class Clock {
  public:
   virtual ~Clock() = default;
-  virtual void start() = 0;                 // time 0 is now
-  virtual Time now() const = 0;             // ns since start()
-  virtual void sleep_until(Time t) = 0;     // returns at or after t (at once if t <= now)
+  virtual void start() = 0;              // time 0 is now
+  virtual Time now() const = 0;          // ns since start()
+  virtual void sleep_until(Time t) = 0;  // returns at or after t (at once if t <= now)
 };
 
 class WallClock final : public Clock {

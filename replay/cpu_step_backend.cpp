@@ -27,7 +27,8 @@ void fill(std::vector<float>& v, size_t n, float amplitude, std::mt19937_64& rng
 class CpuBackend final : public StepBackend {
  public:
   explicit CpuBackend(const BackendConfig& c) : c_(c), m_(c.model) {
-    if (m_.q_heads % m_.kv_heads != 0) throw std::invalid_argument("cpu backend: q_heads % kv_heads");
+    if (m_.q_heads % m_.kv_heads != 0)
+      throw std::invalid_argument("cpu backend: q_heads % kv_heads");
     if (c.num_blocks < 1) throw std::invalid_argument("cpu backend: num_blocks must be >= 1");
     std::mt19937_64 rng(c.seed);
     const size_t h = static_cast<size_t>(m_.hidden);
@@ -41,7 +42,8 @@ class CpuBackend final : public StepBackend {
     fill(w_gate_up_, 2 * f * h, amp(h), rng);
     fill(w_down_, h * f, amp(f), rng);
     if (m_.experts > 0) fill(w_router_, experts * h, amp(h), rng);
-    // Token embeddings: a fixed random table indexed by position, so a pass's input is cheap to make.
+    // Token embeddings: a fixed random table indexed by position, so a pass's input is cheap to
+    // make.
     fill(embed_, kEmbedRows * h, 1.f, rng);
     for (int32_t l = 0; l < m_.layers; ++l) {
       caches_.emplace_back(c.num_blocks, c.block_size, m_.kv_heads, m_.head_dim);
@@ -92,7 +94,8 @@ class CpuBackend final : public StepBackend {
   std::string device() const override { return "CPU reference kernels (host memory)"; }
   int64_t kv_pool_bytes() const override {
     int64_t b = 0;
-    for (const auto& c : caches_) b += static_cast<int64_t>((c.k().size() + c.v().size()) * sizeof(float));
+    for (const auto& c : caches_)
+      b += static_cast<int64_t>((c.k().size() + c.v().size()) * sizeof(float));
     return b;
   }
   bool output_finite() const override {

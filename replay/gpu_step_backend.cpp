@@ -41,7 +41,8 @@ class GpuBackend final : public StepBackend {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     device_ = std::string(prop.name) + " (CUDA kernels, bf16)";
-    if (m_.q_heads % m_.kv_heads != 0) throw std::invalid_argument("gpu backend: q_heads % kv_heads");
+    if (m_.q_heads % m_.kv_heads != 0)
+      throw std::invalid_argument("gpu backend: q_heads % kv_heads");
     CUDA_CHECK(cudaStreamCreate(&stream_));
     CUBLAS_CHECK(cublasCreate(&cublas_));
     const int64_t H = m_.hidden, hd = m_.head_dim, f = m_.ffn;
@@ -93,9 +94,9 @@ class GpuBackend final : public StepBackend {
     // Layer input: embedding rows (position-independent here: the kernels' cost does not depend on
     // the values). x = embed[0:T].
     const Dtype dt = Dtype::kBF16;
-    CUDA_CHECK(cudaMemcpyAsync(x_, embed_, static_cast<size_t>(std::min<int64_t>(T, kEmbedRows)) *
-                                                m_.hidden * 2,
-                               cudaMemcpyDeviceToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(
+        x_, embed_, static_cast<size_t>(std::min<int64_t>(T, kEmbedRows)) * m_.hidden * 2,
+        cudaMemcpyDeviceToDevice, stream_));
     const int32_t cols = qkv_cols();
     const int64_t q_cols = int64_t{m_.q_heads} * m_.head_dim;
     for (int32_t l = 0; l < m_.layers; ++l) {
@@ -131,22 +132,27 @@ class GpuBackend final : public StepBackend {
       a.workspace = workspace_;
       a.workspace_bytes = workspace_bytes_;
       STATUS_CHECK(paged_attention(a, stream_));
-      STATUS_CHECK(linear(cublas_, {dt, attn_, w_o_, o_, T, m_.hidden, m_.q_heads * m_.head_dim}, stream_));
+      STATUS_CHECK(
+          linear(cublas_, {dt, attn_, w_o_, o_, T, m_.hidden, m_.q_heads * m_.head_dim}, stream_));
       if (m_.experts == 0) {
-        STATUS_CHECK(linear(cublas_, {dt, o_, w_gate_up_, gate_up_, T, 2 * m_.ffn, m_.hidden}, stream_));
+        STATUS_CHECK(
+            linear(cublas_, {dt, o_, w_gate_up_, gate_up_, T, 2 * m_.ffn, m_.hidden}, stream_));
         STATUS_CHECK(silu_mul(dt, gate_up_, act_, T, m_.ffn, stream_));
         STATUS_CHECK(linear(cublas_, {dt, act_, w_down_, x_, T, m_.hidden, m_.ffn}, stream_));
       } else {
         // LayerStep's MoE: balanced routing, each active expert on its count of rows.
-        STATUS_CHECK(linear(cublas_, {dt, o_, w_router_, logits_, T, m_.experts, m_.hidden}, stream_));
+        STATUS_CHECK(
+            linear(cublas_, {dt, o_, w_router_, logits_, T, m_.experts, m_.hidden}, stream_));
         const int64_t assignments = int64_t{T} * m_.top_k;
         const int64_t active = std::min<int64_t>(m_.experts, assignments);
         const int64_t gu = int64_t{2} * m_.ffn * m_.hidden, dn = int64_t{m_.hidden} * m_.ffn;
         for (int64_t e = 0; e < active; ++e) {
-          const int32_t cnt = static_cast<int32_t>(assignments / active + (e < assignments % active));
+          const int32_t cnt =
+              static_cast<int32_t>(assignments / active + (e < assignments % active));
           const void* wgu = static_cast<const char*>(w_gate_up_) + e * gu * 2;
           const void* wd = static_cast<const char*>(w_down_) + e * dn * 2;
-          STATUS_CHECK(linear(cublas_, {dt, o_, wgu, gate_up_, cnt, 2 * m_.ffn, m_.hidden}, stream_));
+          STATUS_CHECK(
+              linear(cublas_, {dt, o_, wgu, gate_up_, cnt, 2 * m_.ffn, m_.hidden}, stream_));
           STATUS_CHECK(silu_mul(dt, gate_up_, act_, cnt, m_.ffn, stream_));
           STATUS_CHECK(linear(cublas_, {dt, act_, wd, x_, cnt, m_.hidden, m_.ffn}, stream_));
         }
@@ -155,7 +161,8 @@ class GpuBackend final : public StepBackend {
     CUDA_CHECK(cudaMemcpyAsync(&flag_host_, error_flag_, 4, cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (flag_host_ != 0) {
-      throw std::logic_error("gpu backend: a kernel touched a released block (engine bookkeeping bug)");
+      throw std::logic_error(
+          "gpu backend: a kernel touched a released block (engine bookkeeping bug)");
     }
   }
 
@@ -177,7 +184,8 @@ class GpuBackend final : public StepBackend {
   }
   void* alloc_random(int64_t elems, float amplitude, uint64_t salt) {
     void* p = alloc(elems * 2);
-    STATUS_CHECK(fill_uniform(Dtype::kBF16, p, elems, amplitude, c_.seed * 1000003 + salt, nullptr));
+    STATUS_CHECK(
+        fill_uniform(Dtype::kBF16, p, elems, amplitude, c_.seed * 1000003 + salt, nullptr));
     return p;
   }
 
@@ -195,7 +203,8 @@ class GpuBackend final : public StepBackend {
       gate_up_ = alloc(C * 2 * f * 2);
       act_ = alloc(C * f * 2);
       if (m_.experts > 0) logits_ = alloc(C * m_.experts * 2);
-      if (T > kEmbedRows) throw std::invalid_argument("gpu backend: more than 4096 tokens in a pass");
+      if (T > kEmbedRows)
+        throw std::invalid_argument("gpu backend: more than 4096 tokens in a pass");
     }
     const int64_t S = p.sessions(), tables = static_cast<int64_t>(p.block_tables.size());
     if (S > capacity_s_ || tables > capacity_tables_) {
@@ -219,7 +228,8 @@ class GpuBackend final : public StepBackend {
   void *x_ = nullptr, *qkv_ = nullptr, *attn_ = nullptr, *o_ = nullptr, *gate_up_ = nullptr,
        *act_ = nullptr, *logits_ = nullptr, *workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::vector<void*> k_pools_, v_pools_;  // [layers] each [num_blocks, block_size, kv_heads, head_dim]
+  std::vector<void*> k_pools_,
+      v_pools_;  // [layers] each [num_blocks, block_size, kv_heads, head_dim]
   int32_t *q_start_ = nullptr, *seq_lens_ = nullptr, *tables_ = nullptr, *error_flag_ = nullptr;
   int32_t flag_host_ = 0;
   int64_t capacity_q_ = 0, capacity_s_ = 0, capacity_tables_ = 0;

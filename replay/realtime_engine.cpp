@@ -40,8 +40,8 @@ int32_t checked_blocks(const Scenario& s) {
   return static_cast<int32_t>(n);
 }
 
-// CPU time of the calling thread: what the calibration measures (calibrate/benchmarks.cpp), so a gap
-// between a step's wall time and this is time the machine gave to someone else.
+// CPU time of the calling thread: what the calibration measures (calibrate/benchmarks.cpp), so a
+// gap between a step's wall time and this is time the machine gave to someone else.
 Time thread_cpu_now() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -76,14 +76,16 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
                       "\" is not supported (none or static)");
   }
   if (s.workload.frame_jitter_s > 0) {
-    throw ConfigError(where + "workload.frame_jitter_s must be 0 (jittered releases are not replayed)");
+    throw ConfigError(where +
+                      "workload.frame_jitter_s must be 0 (jittered releases are not replayed)");
   }
   if (preempt_policy_ && !window_.unbounded()) {
-    throw ConfigError(where + "preempt_recompute with windowed KV is not supported (the recomputed "
+    throw ConfigError(where +
+                      "preempt_recompute with windowed KV is not supported (the recomputed "
                       "sinks + window are not one contiguous range of positions); use stall");
   }
-  // The frame's passes feed input + (output - 1) tokens (or output when there is no input); the KV it
-  // appends must cover them.
+  // The frame's passes feed input + (output - 1) tokens (or output when there is no input); the KV
+  // it appends must cover them.
   const int64_t fed = n_in_ + std::max<int64_t>(0, n_out_ - (n_in_ > 0 ? 1 : 0));
   if (n_kv_ < fed) {
     throw ConfigError(where + "workload.kv_tokens_per_frame (" + std::to_string(n_kv_) +
@@ -115,7 +117,8 @@ void RealtimeEngine::mark(Time t) {
 
 void RealtimeEngine::take_blocks(int64_t before) {
   allocated_ += pool_.used_blocks() - before;
-  result_.run.peak_pool_blocks = std::max<int64_t>(result_.run.peak_pool_blocks, pool_.used_blocks());
+  result_.run.peak_pool_blocks =
+      std::max<int64_t>(result_.run.peak_pool_blocks, pool_.used_blocks());
 }
 void RealtimeEngine::give_blocks(int64_t before) { released_ += before - pool_.used_blocks(); }
 
@@ -328,7 +331,8 @@ void RealtimeEngine::run_step(Time now) {
   result_.max_start_lag_s = std::max(result_.max_start_lag_s, to_seconds(now - oldest));
   const std::vector<int32_t> tables = kernels::dense_block_tables(ptrs, max_blocks);
 
-  // Per session: new input tokens (with the prompt), query tokens of the ingest pass, decode passes.
+  // Per session: new input tokens (with the prompt), query tokens of the ingest pass, decode
+  // passes.
   struct Plan {
     int64_t ctx, fresh, q, decode, write_only;
   };
@@ -356,7 +360,8 @@ void RealtimeEngine::run_step(Time now) {
       if (q <= 0) continue;
       pass.q_start.push_back(pass.q_start.back() + static_cast<int32_t>(q));
       pass.seq_lens.push_back(static_cast<int32_t>(seq_len_of(plan[i])));
-      pass.block_tables.insert(pass.block_tables.end(), tables.begin() + static_cast<ptrdiff_t>(i) * max_blocks,
+      pass.block_tables.insert(pass.block_tables.end(),
+                               tables.begin() + static_cast<ptrdiff_t>(i) * max_blocks,
                                tables.begin() + static_cast<ptrdiff_t>(i + 1) * max_blocks);
     }
     if (pass.sessions() == 0) return;
@@ -374,7 +379,8 @@ void RealtimeEngine::run_step(Time now) {
     run_pass([](const Plan& p) { return p.write_only; },
              [](const Plan& p) { return p.ctx + p.fresh + p.decode + p.write_only; }, false);
   }
-  if (!backend_.output_finite()) throw std::runtime_error("real engine: a pass produced NaN or inf");
+  if (!backend_.output_finite())
+    throw std::runtime_error("real engine: a pass produced NaN or inf");
   rec.end = clock_.now();
   rec.cpu = thread_cpu_now() - cpu0;
   result_.busy_cpu_s += to_seconds(rec.cpu);
@@ -459,9 +465,10 @@ void RealtimeEngine::finish() {
       if (silence_after_ > deadline_) ++r.frames_reported_late;
     }
   }
-  std::sort(result_.frames.begin(), result_.frames.end(), [](const FrameRecord& a, const FrameRecord& b) {
-    return a.release != b.release ? a.release < b.release : a.session < b.session;
-  });
+  std::sort(result_.frames.begin(), result_.frames.end(),
+            [](const FrameRecord& a, const FrameRecord& b) {
+              return a.release != b.release ? a.release < b.release : a.session < b.session;
+            });
   r.end_s = to_seconds(horizon_);
   r.final_pool_blocks = pool_.used_blocks();
   r.blocks_allocated = allocated_;

@@ -1,21 +1,21 @@
 // RealtimeEngine: a small real serving engine. Sessions arrive and send frames on the wall clock;
 // each engine step takes every ready session (release order, up to max_sessions_per_step), appends
-// the frame's K/V into real blocks of a real pool (kernels::BlockPool / SessionBlocks: block ids and
-// block tables), runs the passes on a StepBackend (CPU reference kernels or CUDA kernels) for the
-// whole batch at once, then returns the blocks that fell out of the window to the pool.
+// the frame's K/V into real blocks of a real pool (kernels::BlockPool / SessionBlocks: block ids
+// and block tables), runs the passes on a StepBackend (CPU reference kernels or CUDA kernels) for
+// the whole batch at once, then returns the blocks that fell out of the window to the pool.
 //
 // It follows the simulator (sim/engine.h) rule for rule, so that the two can be compared frame for
-// frame: the same arrival and duration draws (the scenario seed's streams), the same ready order, the
-// same reservation at step start (kv::step_blocks blocks, all or nothing), the same exhaustion
+// frame: the same arrival and duration draws (the scenario seed's streams), the same ready order,
+// the same reservation at step start (kv::step_blocks blocks, all or nothing), the same exhaustion
 // policies (stall: the frame waits and the session falls silent; preempt_recompute: the newest
 // session is evicted and recomputes its history), the same passes (one ingest pass of the frame's
-// input tokens, then output - 1 one-token decode passes), and the same per-frame accounting (reported
-// latency padded at silence_after_s, true latency censored when output never came). What differs is
-// only that time is the wall clock and a step lasts as long as the backend takes.
+// input tokens, then output - 1 one-token decode passes), and the same per-frame accounting
+// (reported latency padded at silence_after_s, true latency censored when output never came). What
+// differs is only that time is the wall clock and a step lasts as long as the backend takes.
 //
-// The extra write-only pass at the end of a frame appends the K/V of tokens the frame's passes did not
-// feed (kv_tokens_per_frame - input - (output - 1); one, the last output token, by default), so that
-// the real pool holds exactly the blocks the simulator counts.
+// The extra write-only pass at the end of a frame appends the K/V of tokens the frame's passes did
+// not feed (kv_tokens_per_frame - input - (output - 1); one, the last output token, by default), so
+// that the real pool holds exactly the blocks the simulator counts.
 //
 // Not supported (refused at construction with a ConfigError): adaptive admission control, frame
 // jitter, and preempt_recompute with windowed KV (its recompute is not a contiguous range).
@@ -55,7 +55,7 @@ struct PoolPoint {
 
 struct StepRecord {
   Time start = 0, end = 0;
-  Time cpu = 0;              // the engine thread's CPU time in the step (wall minus time taken away)
+  Time cpu = 0;  // the engine thread's CPU time in the step (wall minus time taken away)
   int64_t sessions = 0;
   int64_t query_tokens = 0;  // over all passes of the step
   int64_t passes = 0;
@@ -63,8 +63,8 @@ struct StepRecord {
 
 struct RealtimeResult {
   RunResult run;  // the simulator's fields, measured
-  // The first frame refused blocks: its release time (set by block counts and the frame schedule, not
-  // by how long steps took), its index and its session.
+  // The first frame refused blocks: its release time (set by block counts and the frame schedule,
+  // not by how long steps took), its index and its session.
   std::optional<double> first_stall_release_s;
   std::optional<int64_t> first_stall_frame;
   std::optional<int64_t> first_stall_session;

@@ -1,12 +1,12 @@
 #include "replay/replay.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "sim/config_error.h"
 #include "sim/cost/cost_model.h"
@@ -35,10 +35,14 @@ json opt(const std::optional<double>& v) {
 std::optional<double> finite(double v) {
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
-double frac(int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
+double frac(int64_t a, int64_t b) {
+  return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
 
 // Saturation as the measured side states it: the release time of the first frame refused blocks.
-std::optional<double> measured_t_sat(const ReplayRun& r) { return r.measured.first_stall_release_s; }
+std::optional<double> measured_t_sat(const ReplayRun& r) {
+  return r.measured.first_stall_release_s;
+}
 
 json side_json(const RunResult& x) {
   auto lat = [](const LatencyHistogram& h) {
@@ -48,37 +52,40 @@ json side_json(const RunResult& x) {
                 {"observed_frames", h.count()},
                 {"censored_frames", h.censored()}};
   };
-  return {{"crashed", x.crashed},
-          {"first_stall_s", opt(x.first_stall_s)},
-          {"first_preempt_s", opt(x.first_preempt_s)},
-          {"preemptions", x.preemptions},
-          {"sessions_arrived", x.sessions_arrived},
-          {"sessions_departed", x.sessions_departed},
-          {"sessions_rejected", x.sessions_rejected},
-          {"peak_live_sessions", x.peak_live_sessions},
-          {"frames_due", x.frames_due},
-          {"frames_served", x.frames_served},
-          {"frames_on_time", x.frames_on_time},
-          {"frames_silent", x.frames_silent},
-          {"silent_fraction", frac(x.frames_silent, x.frames_due)},
-          {"frames_reported_late", x.frames_reported_late},
-          {"tokens_produced", x.tokens_produced},
-          {"reported_latency", lat(x.reported_latency)},
-          {"true_latency", lat(x.true_latency)},
-          {"engine_steps", x.engine_steps},
-          {"busy_s", x.busy_s},
-          {"mean_step_s", x.engine_steps > 0 ? x.busy_s / static_cast<double>(x.engine_steps) : 0.0},
-          {"peak_pool_blocks", x.peak_pool_blocks},
-          {"final_pool_blocks", x.final_pool_blocks},
-          {"blocks_allocated", x.blocks_allocated},
-          {"blocks_released", x.blocks_released},
-          {"max_resident_blocks_per_session", x.max_resident_blocks_per_session}};
+  return {
+      {"crashed", x.crashed},
+      {"first_stall_s", opt(x.first_stall_s)},
+      {"first_preempt_s", opt(x.first_preempt_s)},
+      {"preemptions", x.preemptions},
+      {"sessions_arrived", x.sessions_arrived},
+      {"sessions_departed", x.sessions_departed},
+      {"sessions_rejected", x.sessions_rejected},
+      {"peak_live_sessions", x.peak_live_sessions},
+      {"frames_due", x.frames_due},
+      {"frames_served", x.frames_served},
+      {"frames_on_time", x.frames_on_time},
+      {"frames_silent", x.frames_silent},
+      {"silent_fraction", frac(x.frames_silent, x.frames_due)},
+      {"frames_reported_late", x.frames_reported_late},
+      {"tokens_produced", x.tokens_produced},
+      {"reported_latency", lat(x.reported_latency)},
+      {"true_latency", lat(x.true_latency)},
+      {"engine_steps", x.engine_steps},
+      {"busy_s", x.busy_s},
+      {"mean_step_s", x.engine_steps > 0 ? x.busy_s / static_cast<double>(x.engine_steps) : 0.0},
+      {"peak_pool_blocks", x.peak_pool_blocks},
+      {"final_pool_blocks", x.final_pool_blocks},
+      {"blocks_allocated", x.blocks_allocated},
+      {"blocks_released", x.blocks_released},
+      {"max_resident_blocks_per_session", x.max_resident_blocks_per_session}};
 }
 
 std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.3f} s", *v) : std::string("never");
 }
-std::string ms(double v) { return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored"; }
+std::string ms(double v) {
+  return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored";
+}
 std::string err(const std::optional<double>& e) {
   return e ? fmt::format("{:+.1f}%", 100 * *e) : std::string("-");
 }
@@ -97,14 +104,16 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   r.prediction = predict_first_order(real);
   const int64_t blocks = r.prediction.pool.num_blocks;
   if (blocks > std::numeric_limits<int32_t>::max()) {
-    throw ConfigError(real.source + ": the real engine's pool holds at most 2^31 - 1 blocks; set "
+    throw ConfigError(real.source +
+                      ": the real engine's pool holds at most 2^31 - 1 blocks; set "
                       "engine.num_blocks (or --num-blocks)");
   }
   if (backend_name == "cpu") {
     // Host floats: layers x (K, V) x blocks x block_size x kv_heads x head_dim x 4 bytes.
-    const double bytes = 2.0 * 4.0 * static_cast<double>(real.model.layers * real.model.kv_heads *
-                                                         real.model.head_dim) *
-                         static_cast<double>(blocks * real.engine.block_size);
+    const double bytes =
+        2.0 * 4.0 *
+        static_cast<double>(real.model.layers * real.model.kv_heads * real.model.head_dim) *
+        static_cast<double>(blocks * real.engine.block_size);
     if (bytes > kMaxCpuPoolBytes) {
       throw ConfigError(fmt::format(
           "{}: the cpu backend would allocate {:.1f} GiB of host memory for {} blocks of {}; use "
@@ -191,7 +200,8 @@ std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s)
     x.true_p50_s = truth.percentile(0.50);
     x.true_p99_s = truth.percentile(0.99);
     const double due_d = static_cast<double>(std::max<int64_t>(1, x.frames_due));
-    x.reported_miss_rate = pad > deadline ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
+    x.reported_miss_rate =
+        pad > deadline ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
     x.silent_fraction = x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
     x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
     x.admission_cap = s.admission.type == "static" ? s.admission.cap : -1;
@@ -206,7 +216,8 @@ json replay_json(const ReplayRun& r) {
   const std::optional<double> t_meas = measured_t_sat(r);
   auto lat_err = [&](const LatencyHistogram& a, const LatencyHistogram& b) {
     json j;
-    for (auto [name, q] : {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
+    for (auto [name, q] :
+         {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
       j[name] = opt(relative_error(finite(b.percentile(q)), finite(a.percentile(q))));
     }
     return j;
@@ -236,7 +247,8 @@ json replay_json(const ReplayRun& r) {
        {{"max_start_lag_s", m.max_start_lag_s},
         {"steps", static_cast<int64_t>(m.steps.size())},
         {"busy_cpu_s", m.busy_cpu_s},
-        {"mean_step_cpu_s", m.steps.empty() ? 0.0 : m.busy_cpu_s / static_cast<double>(m.steps.size())}}},
+        {"mean_step_cpu_s",
+         m.steps.empty() ? 0.0 : m.busy_cpu_s / static_cast<double>(m.steps.size())}}},
       {"simulated", side_json(r.sim)},
       {"errors",
        {{"reported_latency", lat_err(m.run.reported_latency, r.sim.reported_latency)},
@@ -244,12 +256,16 @@ json replay_json(const ReplayRun& r) {
         {"silent_fraction_difference", silent_s - silent_m},
         {"mean_step",
          opt(relative_error(
-             r.sim.engine_steps > 0 ? std::optional(r.sim.busy_s / static_cast<double>(r.sim.engine_steps)) : std::nullopt,
-             m.run.engine_steps > 0 ? std::optional(m.run.busy_s / static_cast<double>(m.run.engine_steps)) : std::nullopt))}}},
+             r.sim.engine_steps > 0
+                 ? std::optional(r.sim.busy_s / static_cast<double>(r.sim.engine_steps))
+                 : std::nullopt,
+             m.run.engine_steps > 0
+                 ? std::optional(m.run.busy_s / static_cast<double>(m.run.engine_steps))
+                 : std::nullopt))}}},
       {"agreement",
        {{"crash_outcome_same", m.run.crashed == r.sim.crashed},
-        {"saturation_within_10pct",
-         m.run.crashed == r.sim.crashed && (!m.run.crashed || (e_sim && std::abs(*e_sim) <= 0.10))}}},
+        {"saturation_within_10pct", m.run.crashed == r.sim.crashed &&
+                                        (!m.run.crashed || (e_sim && std::abs(*e_sim) <= 0.10))}}},
   };
   return j;
 }
@@ -261,24 +277,26 @@ std::string replay_text(const ReplayRun& r) {
   std::string o;
   o += fmt::format("scenario   {} ({} on the {} backend: {})\n", r.real.name, r.real.model.name,
                    m.backend, m.device);
-  o += fmt::format("pool       {} blocks x {} tokens, real memory {:.1f} MiB of KV; {} sessions, "
-                   "frame every {:.3f} s\n",
-                   p.pool.num_blocks, r.real.engine.block_size,
-                   static_cast<double>(m.kv_pool_bytes) / (1 << 20), p.sessions,
-                   r.real.workload.frame_period_s);
+  o += fmt::format(
+      "pool       {} blocks x {} tokens, real memory {:.1f} MiB of KV; {} sessions, "
+      "frame every {:.3f} s\n",
+      p.pool.num_blocks, r.real.engine.block_size, static_cast<double>(m.kv_pool_bytes) / (1 << 20),
+      p.sessions, r.real.workload.frame_period_s);
   o += fmt::format("simulated  with {}\n", r.cost_label);
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "", "measured", "simulated", "error");
-  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "crashed", m.run.crashed ? "yes" : "no",
-                   r.sim.crashed ? "yes" : "no", m.run.crashed == r.sim.crashed ? "same" : "DIFFER");
-  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "saturation", secs(t_meas), secs(r.sim.first_stall_s),
-                   err(relative_error(r.sim.first_stall_s, t_meas)));
+  o +=
+      fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "crashed", m.run.crashed ? "yes" : "no",
+                  r.sim.crashed ? "yes" : "no", m.run.crashed == r.sim.crashed ? "same" : "DIFFER");
+  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "saturation", secs(t_meas),
+                   secs(r.sim.first_stall_s), err(relative_error(r.sim.first_stall_s, t_meas)));
   o += fmt::format("{:<24}{:>14}\n", "  (wall clock)", secs(m.run.first_stall_s));
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "  first-order blocks", "", secs(p.t_sat_blocks_s),
                    err(relative_error(p.t_sat_blocks_s, t_meas)));
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "  first-order continuous", "",
                    secs(p.t_sat_continuous_s), err(relative_error(p.t_sat_continuous_s, t_meas)));
   auto lat_rows = [&](const char* what, const LatencyHistogram& a, const LatencyHistogram& b) {
-    for (auto [name, q] : {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
+    for (auto [name, q] :
+         {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
       o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", fmt::format("{} latency {}", what, name),
                        ms(a.percentile(q)), ms(b.percentile(q)),
                        err(relative_error(finite(b.percentile(q)), finite(a.percentile(q)))));
@@ -295,8 +313,10 @@ std::string replay_text(const ReplayRun& r) {
                    fmt::format("{}/{}", r.sim.frames_due, r.sim.frames_served));
   o += fmt::format("{:<24}{:>14}{:>14}\n", "peak pool blocks", m.run.peak_pool_blocks,
                    r.sim.peak_pool_blocks);
-  const double ms_m = m.run.engine_steps ? m.run.busy_s / static_cast<double>(m.run.engine_steps) : 0;
-  const double ms_s = r.sim.engine_steps ? r.sim.busy_s / static_cast<double>(r.sim.engine_steps) : 0;
+  const double ms_m =
+      m.run.engine_steps ? m.run.busy_s / static_cast<double>(m.run.engine_steps) : 0;
+  const double ms_s =
+      r.sim.engine_steps ? r.sim.busy_s / static_cast<double>(r.sim.engine_steps) : 0;
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "steps, mean step wall",
                    fmt::format("{}, {}", m.run.engine_steps, ms(ms_m)),
                    fmt::format("{}, {}", r.sim.engine_steps, ms(ms_s)),
@@ -304,8 +324,9 @@ std::string replay_text(const ReplayRun& r) {
   const double cpu_m = m.steps.empty() ? 0 : m.busy_cpu_s / static_cast<double>(m.steps.size());
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "  mean step, thread CPU", ms(cpu_m), ms(ms_s),
                    err(relative_error(ms_s, cpu_m)));
-  o += fmt::format("engine lag: the oldest frame of a step waited at most {} before the step began\n",
-                   ms(m.max_start_lag_s));
+  o += fmt::format(
+      "engine lag: the oldest frame of a step waited at most {} before the step began\n",
+      ms(m.max_start_lag_s));
   return o;
 }
 

@@ -1,12 +1,11 @@
-// Replay: one scenario run for real (RealtimeEngine on a backend, against the wall clock) and in the
-// simulator (with the calibration of that backend), and how far apart they are.
+// Replay: one scenario run for real (RealtimeEngine on a backend, against the wall clock) and in
+// the simulator (with the calibration of that backend), and how far apart they are.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "replay/realtime_engine.h"
 #include "sim/first_order.h"
@@ -41,8 +40,8 @@ std::optional<double> relative_error(std::optional<double> a, std::optional<doub
 nlohmann::json replay_json(const ReplayRun& r);
 std::string replay_text(const ReplayRun& r);
 // Writes measured.csv, simulated.csv (TimeSeriesWriter columns), frames.csv (every measured frame),
-// steps.csv (every measured step: wall start and end, thread CPU time), pool.csv (measured pool changes), summary.json and the two
-// resolved scenarios into dir.
+// steps.csv (every measured step: wall start and end, thread CPU time), pool.csv (measured pool
+// changes), summary.json and the two resolved scenarios into dir.
 void write_replay_dir(const ReplayRun& r, const std::string& dir);
 
 }  // namespace metronome::replay

@@ -1,7 +1,7 @@
 // `metronome replay`: run a scenario for real (the real-time engine on the CPU reference kernels or
-// the CUDA kernels, against the wall clock) and in the simulator with that backend's calibration, and
-// report how far apart they are. Compiled into the metronome executable (replay/CMakeLists.txt),
-// registered by one line in sim/cli/main.cpp.
+// the CUDA kernels, against the wall clock) and in the simulator with that backend's calibration,
+// and report how far apart they are. Compiled into the metronome executable
+// (replay/CMakeLists.txt), registered by one line in sim/cli/main.cpp.
 #include <filesystem>
 #include <iostream>
 #include <memory>

@@ -1,11 +1,12 @@
 // StepBackend: the compute of the real-time engine. It owns the KV memory of a pool of num_blocks
-// blocks per layer (real memory: host floats for the CPU references, device bf16 for the GPU kernels)
-// and a decoder stack with random weights of the scenario model's shapes, and runs one forward pass
-// for a batch of sessions whose block tables the engine (replay/realtime_engine.h) built from the
-// same kernels::BlockPool / SessionBlocks bookkeeping.
+// blocks per layer (real memory: host floats for the CPU references, device bf16 for the GPU
+// kernels) and a decoder stack with random weights of the scenario model's shapes, and runs one
+// forward pass for a batch of sessions whose block tables the engine (replay/realtime_engine.h)
+// built from the same kernels::BlockPool / SessionBlocks bookkeeping.
 //
 // A pass, per layer:  qkv = x Wqkv^T -> append K, V at each session's new positions
-//                     -> paged attention (kv::key_visible) -> o = attn Wo^T -> MLP (SwiGLU) -> x += y
+//                     -> paged attention (kv::key_visible) -> o = attn Wo^T -> MLP (SwiGLU) -> x +=
+//                     y
 // A write-only pass (attend = false) projects and appends K/V only: the KV of a frame's last output
 // token, which a real engine writes when it feeds that token back in.
 #pragma once

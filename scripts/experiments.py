@@ -74,12 +74,22 @@ class Runner:
             f.write("\n")
         return path
 
+    def here(self, a):
+        # Paths under the output folder are passed relative to it (metronome runs there), so the
+        # outputs it records (sweep.json, resolved scenarios) name no path of this machine.
+        a = str(a)
+        if os.path.isabs(a) and a.startswith(self.out + os.sep):
+            return os.path.relpath(a, self.out)
+        return a
+
     def call(self, args, stdout_path=None):
-        cmd = [self.metronome] + [str(a) for a in args]
+        cmd = [os.path.abspath(self.metronome)] + [self.here(a) for a in args]
         t0 = time.monotonic()
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=self.out)
         dt = time.monotonic() - t0
-        self.log.append((dt, " ".join(cmd)))
+        shown = [os.path.relpath(cmd[0], ROOT) if cmd[0].startswith(ROOT + os.sep) else cmd[0]]
+        self.log.append((dt, " ".join(shown + cmd[1:])))
         if r.returncode != 0:
             sys.stderr.write(r.stdout + r.stderr)
             raise SystemExit(f"experiments: metronome failed ({r.returncode}): {' '.join(cmd)}")

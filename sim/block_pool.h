@@ -1,5 +1,6 @@
-// The engine's pool of KV blocks, by count. The simulator needs how many blocks are in use, not which
-// ones; the real engine (kernels/block_table) tracks identities. Invariant checks stay on in Release.
+// The engine's pool of KV blocks, by count. The simulator needs how many blocks are in use, not
+// which ones; the real engine (kernels/block_table) tracks identities. Invariant checks stay on in
+// Release.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 #include "sim/capacity.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "sim/engine.h"
 #include "sim/first_order.h"
@@ -46,7 +46,8 @@ double default_probe_s(const Scenario& s) {
     return std::max(10.0, 2.0 * static_cast<double>(w.window + w.sinks) / rate);
   }
   // Unbounded: the latency at the end of a call, where its context (and cost) is largest.
-  const double call = s.workload.duration.type == "fixed" ? s.workload.duration.seconds : s.horizon_s;
+  const double call =
+      s.workload.duration.type == "fixed" ? s.workload.duration.seconds : s.horizon_s;
   return std::min(call, s.horizon_s);
 }
 
@@ -60,8 +61,9 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     c.memory_cap = *pred.memory_cap_sessions;
   } else {
     c.memory_cap_grows_with_time = true;
-    c.call_s = s.workload.duration.type == "fixed" ? std::min(s.workload.duration.seconds, s.horizon_s)
-                                                   : s.horizon_s;
+    c.call_s = s.workload.duration.type == "fixed"
+                   ? std::min(s.workload.duration.seconds, s.horizon_s)
+                   : s.horizon_s;
     const auto frames = static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s));
     const int64_t tokens = s.workload.prompt_tokens + frames * s.workload.kv_tokens();
     const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;
@@ -91,7 +93,8 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
           {"capacity",
            {{"memory_cap_sessions", c.memory_cap},
             {"memory_cap_grows_with_time", c.memory_cap_grows_with_time},
-            {"memory_cap_call_s", c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
+            {"memory_cap_call_s",
+             c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
             {"deadline_cap_sessions", c.deadline_cap},
             {"deadline_fraction", c.fraction},
             {"deadline_s", s.workload.deadline()},
@@ -101,17 +104,22 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
 }
 
 std::string capacity_text(const Scenario& s, const CapacityReport& c) {
-  std::string out = fmt::format("scenario      {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name, s.kv_policy.type);
+  std::string out = fmt::format("scenario      {} ({} on {}, {} KV)\n", s.name, s.model.name,
+                                s.gpu.name, s.kv_policy.type);
   if (c.memory_cap_grows_with_time) {
-    out += fmt::format("memory cap    {} sessions for {:.0f} s calls (unbounded KV: fewer the longer "
-                       "calls last)\n", c.memory_cap, c.call_s);
+    out += fmt::format(
+        "memory cap    {} sessions for {:.0f} s calls (unbounded KV: fewer the longer "
+        "calls last)\n",
+        c.memory_cap, c.call_s);
   } else {
     out += fmt::format("memory cap    {} sessions (windowed: fixed)\n", c.memory_cap);
   }
-  out += fmt::format("deadline cap  {} sessions (reported p95 <= {:.2f} x {:.1f} ms after a {:.0f} s "
-                     "probe; {} simulated runs)\n", c.deadline_cap, c.fraction,
-                     s.workload.deadline() * 1e3, c.probe_s, c.probes);
-  out += fmt::format("binding       {} ({} sessions)\n", c.binding, std::min(c.memory_cap, c.deadline_cap));
+  out += fmt::format(
+      "deadline cap  {} sessions (reported p95 <= {:.2f} x {:.1f} ms after a {:.0f} s "
+      "probe; {} simulated runs)\n",
+      c.deadline_cap, c.fraction, s.workload.deadline() * 1e3, c.probe_s, c.probes);
+  out += fmt::format("binding       {} ({} sessions)\n", c.binding,
+                     std::min(c.memory_cap, c.deadline_cap));
   return out;
 }
 

@@ -1,21 +1,20 @@
 // Capacity of one model on one GPU for one workload: the two caps on concurrent sessions.
 //   memory cap    windowed KV: the pool over the per-session bound (sinks + window + the frame in
 //                 flight, whole blocks), fixed in time. Unbounded KV: resident KV grows with the
-//                 call, so the cap depends on how long calls last: the largest N whose KV at the end
-//                 of a call of min(call length, horizon) fits the pool; it shrinks without bound as
-//                 calls lengthen.
+//                 call, so the cap depends on how long calls last: the largest N whose KV at the
+//                 end of a call of min(call length, horizon) fits the pool; it shrinks without
+//                 bound as calls lengthen.
 //   deadline cap  the largest N whose steady per-frame latency (reported p95, after a probe of
-//                 probe_s simulated seconds (default_probe_s) with N callers spread evenly over one frame period, the
-//                 pool made large enough never to bind) stays under fraction x deadline; found by
-//                 doubling then bisection, assuming latency grows with N.
+//                 probe_s simulated seconds (default_probe_s) with N callers spread evenly over one
+//                 frame period, the pool made large enough never to bind) stays under fraction x
+//                 deadline; found by doubling then bisection, assuming latency grows with N.
 // The smaller binds.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/scenario.h"
 
@@ -26,14 +25,14 @@ struct CapacityReport {
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
   double call_s = 0;
   int64_t deadline_cap = 0;
-  double fraction = 0;   // of the deadline
+  double fraction = 0;  // of the deadline
   double probe_s = 0;
-  int64_t probes = 0;    // simulated runs
-  std::string binding;   // "memory" | "deadline"
+  int64_t probes = 0;   // simulated runs
+  std::string binding;  // "memory" | "deadline"
 };
 
-// probe_s <= 0: long enough to reach steady state (windowed: twice the time to fill S + W; unbounded:
-// the call length within the horizon, where per-frame cost is largest).
+// probe_s <= 0: long enough to reach steady state (windowed: twice the time to fill S + W;
+// unbounded: the call length within the horizon, where per-frame cost is largest).
 double default_probe_s(const Scenario& s);
 CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s = 0);
 nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c);

@@ -23,8 +23,8 @@ std::vector<std::string> embedded_names(std::string_view kind) {
   const std::string prefix = std::string(kind) + "/";
   for (const auto& f : kEmbeddedScenarioFiles) {
     std::string_view p = f.path;
-    if (p.substr(0, prefix.size()) == prefix && p.find('/', prefix.size()) == std::string_view::npos &&
-        p.ends_with(".json")) {
+    if (p.substr(0, prefix.size()) == prefix &&
+        p.find('/', prefix.size()) == std::string_view::npos && p.ends_with(".json")) {
       names.emplace_back(p.substr(prefix.size(), p.size() - prefix.size() - 5));
     }
   }
@@ -41,7 +41,8 @@ static nlohmann::json parse_named(std::string_view text, const std::string& wher
 
 nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name,
                                   const std::string& base_dir, const std::string& referrer) {
-  const bool safe = !name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos;
+  const bool safe =
+      !name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos;
   if (safe) {
     std::vector<fs::path> dirs;
     if (!base_dir.empty()) {
@@ -67,9 +68,8 @@ nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name
   std::string known;
   for (const auto& n : embedded_names(kind)) known += (known.empty() ? "" : ", ") + n;
   const std::string field = kind == "models" ? "model" : "gpu";
-  throw ConfigError(referrer + ": " + field + ": unknown " + field + " \"" + name +
-                    "\" (known: " + known + "; or add scenarios/" + std::string(kind) + "/" + name +
-                    ".json)");
+  throw ConfigError(referrer + ": " + field + ": unknown " + field + " \"" + name + "\" (known: " +
+                    known + "; or add scenarios/" + std::string(kind) + "/" + name + ".json)");
 }
 
 }  // namespace metronome

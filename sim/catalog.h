@@ -1,13 +1,13 @@
-// Finds shipped descriptions (models/, gpus/, scenarios) by name. A file on disk wins, so a user adds a
-// model by adding one JSON file; the copies embedded at build time make the binary work anywhere.
+// Finds shipped descriptions (models/, gpus/, scenarios) by name. A file on disk wins, so a user
+// adds a model by adding one JSON file; the copies embedded at build time make the binary work
+// anywhere.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace metronome {
 

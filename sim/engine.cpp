@@ -50,7 +50,8 @@ RunResult Engine::run() {
   if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
     events_.push(*t, EventKind::kArrival);
   }
-  if (control_on_ && control_period_ <= horizon_) events_.push(control_period_, EventKind::kControl);
+  if (control_on_ && control_period_ <= horizon_)
+    events_.push(control_period_, EventKind::kControl);
   while (!events_.empty() && events_.top().time <= horizon_) {
     const Event e = events_.pop();
     sample_until(e.time);
@@ -58,9 +59,15 @@ RunResult Engine::run() {
       case EventKind::kDeparture:
         if (incarnation_[e.target] == e.incarnation) on_departure(e.target);
         break;
-      case EventKind::kStepDone: on_step_done(e.time); break;
-      case EventKind::kControl: on_control(e.time); break;
-      case EventKind::kArrival: on_arrival(e.time); break;
+      case EventKind::kStepDone:
+        on_step_done(e.time);
+        break;
+      case EventKind::kControl:
+        on_control(e.time);
+        break;
+      case EventKind::kArrival:
+        on_arrival(e.time);
+        break;
       case EventKind::kEngineWake:
         if (e.time == wake_at_) {
           wake_at_ = kNever;
@@ -422,8 +429,8 @@ void Engine::try_start_step(Time now) {
       decode_passes = std::max(decode_passes, d);
     }
   }
-  const double seconds = cost_.pass_seconds(ingest) +
-                         static_cast<double>(decode_passes) * cost_.pass_seconds(decode);
+  const double seconds =
+      cost_.pass_seconds(ingest) + static_cast<double>(decode_passes) * cost_.pass_seconds(decode);
   const Time duration = std::max<Time>(1, from_seconds(seconds));
   busy_ = true;
   step_start_ = now;
@@ -465,7 +472,8 @@ void Engine::on_step_done(Time now) {
     const int64_t keep = kv::resident_blocks(s.ctx, window_, block_size_);
     pool_.release((s.held - keep) * s.count);
     s.held = keep;
-    result_.max_resident_blocks_per_session = std::max(result_.max_resident_blocks_per_session, keep);
+    result_.max_resident_blocks_per_session =
+        std::max(result_.max_resident_blocks_per_session, keep);
     serve_frame(s, now);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
@@ -507,8 +515,10 @@ void Engine::sample_until(Time t) {
       x.true_p50_s = interval_true_.percentile(0.50);
       x.true_p99_s = interval_true_.percentile(0.99);
       const double due_d = static_cast<double>(std::max<int64_t>(1, x.frames_due));
-      x.reported_miss_rate = silence_after_ > deadline_ ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
-      x.silent_fraction = x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
+      x.reported_miss_rate =
+          silence_after_ > deadline_ ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
+      x.silent_fraction =
+          x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
       x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
       const int64_t cap = admission_->cap();
       x.admission_cap = cap == kNoCap ? -1 : cap;
@@ -537,8 +547,9 @@ void Engine::fold_interval() {
   interval_rejected_ = 0;
 }
 
-// Frames whose silence deadline (release + silence_after_s) passed by `released_by + silence_after_s`
-// without output in time, since the start; `due` gets the frames due by then. O(sessions).
+// Frames whose silence deadline (release + silence_after_s) passed by `released_by +
+// silence_after_s` without output in time, since the start; `due` gets the frames due by then.
+// O(sessions).
 int64_t Engine::silent_by(Time released_by, int64_t* due) const {
   int64_t d_total = departed_due_;
   int64_t silent = late_or_lost_;
@@ -554,7 +565,8 @@ int64_t Engine::silent_by(Time released_by, int64_t* due) const {
 
 // One control interval ends: the signal is the configured quantile over the frames answered within
 // silence_after_s in the interval, plus the frames padded with silence in it (their silence
-// deadline passed unanswered): at silence_after_s in the reported view, censored (+inf) in the true.
+// deadline passed unanswered): at silence_after_s in the reported view, censored (+inf) in the
+// true.
 void Engine::on_control(Time now) {
   const int64_t silent = silent_by(now - silence_after_, nullptr);
   const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_control_);
@@ -601,8 +613,8 @@ void Engine::summarise_admission() {
   for (const auto& [c, k] : last_half_caps_) n += k;
   // The p-quantile of the last half's caps: the smallest cap whose cumulative count reaches p x n.
   auto q = [&](double p) {
-    const int64_t rank = std::clamp<int64_t>(
-        static_cast<int64_t>(std::ceil(p * static_cast<double>(n))), 1, n);
+    const int64_t rank =
+        std::clamp<int64_t>(static_cast<int64_t>(std::ceil(p * static_cast<double>(n))), 1, n);
     int64_t seen = 0;
     for (const auto& [c, k] : last_half_caps_) {
       seen += k;

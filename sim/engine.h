@@ -1,12 +1,14 @@
-// One serving engine running real-time sessions over a paged KV block pool: the discrete-event core.
+// One serving engine running real-time sessions over a paged KV block pool: the discrete-event
+// core.
 //
-// Events are arrivals, departures and engine steps, never tokens. Each step serves, in release order,
-// every session whose next frame is ready (up to max_sessions_per_step): it reserves the frame's
-// blocks, runs one continuous batch whose duration the cost model gives, then frees the blocks that
-// fell out of the window. A frame that cannot get blocks follows the exhaustion policy: `stall`
-// (it waits; the engine produces nothing for it) or `preempt_recompute` (vLLM V1: the newest session
-// is evicted and later recomputes its history). The serving layer pads any frame without output by
-// silence_after_s with silence, so the reported latency stays bounded while users hear nothing.
+// Events are arrivals, departures and engine steps, never tokens. Each step serves, in release
+// order, every session whose next frame is ready (up to max_sessions_per_step): it reserves the
+// frame's blocks, runs one continuous batch whose duration the cost model gives, then frees the
+// blocks that fell out of the window. A frame that cannot get blocks follows the exhaustion policy:
+// `stall` (it waits; the engine produces nothing for it) or `preempt_recompute` (vLLM V1: the
+// newest session is evicted and later recomputes its history). The serving layer pads any frame
+// without output by silence_after_s with silence, so the reported latency stays bounded while users
+// hear nothing.
 #pragma once
 
 #include <map>
@@ -108,15 +110,15 @@ class Engine {
   std::vector<Session> sessions_;
   std::vector<uint64_t> incarnation_;
   std::vector<int64_t> free_slots_;
-  RingQueue<Ticket> ready_;            // sessions by next_release, oldest first
-  std::vector<Admission> admit_stack_;   // admission order, for preempting the newest
-  std::vector<Ticket> batch_;         // sessions in the running step
-  std::vector<Ticket> kept_;          // scratch: ready sessions the step could not take
+  RingQueue<Ticket> ready_;             // sessions by next_release, oldest first
+  std::vector<Admission> admit_stack_;  // admission order, for preempting the newest
+  std::vector<Ticket> batch_;           // sessions in the running step
+  std::vector<Ticket> kept_;            // scratch: ready sessions the step could not take
   // Frames that could not get blocks (stall policy), out of the ready queue until blocks are freed:
   // retrying them on every step would make a stalled engine quadratic in its sessions.
   std::vector<Ticket> blocked_;  // sorted like the ready queue
-  size_t blocked_dead_ = 0;  // entries taken or departed, awaiting compaction
-  size_t blocked_head_ = 0;  // entries before it are all dead
+  size_t blocked_dead_ = 0;      // entries taken or departed, awaiting compaction
+  size_t blocked_head_ = 0;      // entries before it are all dead
   int64_t released_seen_ = 0;
   uint64_t next_seq_ = 0;
   bool busy_ = false;

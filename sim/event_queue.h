@@ -31,7 +31,7 @@ struct Event {
   Time time;
   EventKind kind;
   uint64_t seq;
-  int64_t target;  // session id for departures; unused otherwise
+  int64_t target;        // session id for departures; unused otherwise
   uint64_t incarnation;  // of the target's slot: a departure for a reused or merged slot is stale
 
   // Min-heap order: earlier time, then kind, then scheduling order.

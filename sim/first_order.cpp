@@ -68,9 +68,8 @@ std::optional<double> continuous_t_sat(const std::vector<Call>& calls, double to
     edges.push_back({calls[i].arrival, 1, i});
     if (calls[i].end != kNever) edges.push_back({calls[i].end, 0, i});
   }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
-    return a.t != b.t ? a.t < b.t : a.kind < b.kind;
-  });
+  std::sort(edges.begin(), edges.end(),
+            [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.kind < b.kind; });
   double level = 0;  // tokens held
   double live = 0;
   Time t_prev = edges.empty() ? 0 : edges.front().t;
@@ -137,7 +136,8 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
           const Time r = calls[i].arrival + next * f.period;
           if (r < end) changes.push_back({r, 1, i, next});
         }
-        if (calls[i].end != kNever && calls[i].end < end) changes.push_back({calls[i].end, 0, i, 0});
+        if (calls[i].end != kNever && calls[i].end < end)
+          changes.push_back({calls[i].end, 0, i, 0});
       }
       std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
         if (a.t != b.t) return a.t < b.t;
@@ -190,14 +190,16 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
     }
     std::sort(edges.begin(), edges.end());  // departures (-1) before arrivals at ties
     int64_t live = 0;
-    for (auto& [t, d] : edges) p.peak_concurrent_sessions = std::max(p.peak_concurrent_sessions, live += d);
+    for (auto& [t, d] : edges)
+      p.peak_concurrent_sessions = std::max(p.peak_concurrent_sessions, live += d);
   }
 
   const FrameModel f{std::max<Time>(1, from_seconds(w.frame_period_s)), w.kv_tokens(),
                      w.prompt_tokens, s.engine.block_size, s.kv_policy.window()};
   if (s.kv_policy.type == "unbounded") {
-    p.t_sat_continuous_s = continuous_t_sat(calls, p.tokens_per_s_per_session,
-                                            static_cast<double>(w.prompt_tokens), pool_tokens, horizon);
+    p.t_sat_continuous_s =
+        continuous_t_sat(calls, p.tokens_per_s_per_session, static_cast<double>(w.prompt_tokens),
+                         pool_tokens, horizon);
   } else {
     const int64_t most = max_blocks_per_session(s);
     p.max_blocks_per_session = most;
@@ -212,7 +214,8 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
 std::vector<double> predicted_fill(const Scenario& s, const std::vector<double>& times_s) {
   const PoolSizing pool = size_pool(s);
   const auto& w = s.workload;
-  const double pool_tokens = static_cast<double>(pool.num_blocks) * static_cast<double>(s.engine.block_size);
+  const double pool_tokens =
+      static_cast<double>(pool.num_blocks) * static_cast<double>(s.engine.block_size);
   const double rate = static_cast<double>(w.kv_tokens()) / w.frame_period_s;
   const double cap = s.kv_policy.type == "windowed"
                          ? static_cast<double>(s.kv_policy.window_tokens + s.kv_policy.sink_tokens)
@@ -225,7 +228,8 @@ std::vector<double> predicted_fill(const Scenario& s, const std::vector<double>&
     double tokens = 0;
     for (const Call& c : calls) {
       if (c.arrival > now || (c.end != kNever && c.end <= now)) continue;
-      tokens += std::min(cap, static_cast<double>(w.prompt_tokens) + rate * to_seconds(now - c.arrival));
+      tokens +=
+          std::min(cap, static_cast<double>(w.prompt_tokens) + rate * to_seconds(now - c.arrival));
     }
     rho.push_back(tokens / pool_tokens);
   }

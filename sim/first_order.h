@@ -1,9 +1,9 @@
 // The first-order model of pool fill, without simulating the engine:
-//   rho(t) = rho0 + sum over live sessions of r x age,  r = tokens/s per session / (block_size x blocks)
-//   all at once:  t_sat = (1 - rho0) / (N r)
+//   rho(t) = rho0 + sum over live sessions of r x age,  r = tokens/s per session / (block_size x
+//   blocks) all at once:  t_sat = (1 - rho0) / (N r)
 // in two forms: continuous (the paper's closed form, summed ages for staggered arrivals) and whole
-// blocks (each session holds ceil(tokens / block_size) blocks, or its window's blocks), evaluated on
-// this seed's arrival and duration draws, which are the simulator's own.
+// blocks (each session holds ceil(tokens / block_size) blocks, or its window's blocks), evaluated
+// on this seed's arrival and duration draws, which are the simulator's own.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,8 @@ struct FirstOrderPrediction {
   double rho0 = 0;                      // pool fraction held at t = 0 (prompts of t = 0 arrivals)
   int64_t sessions = 0;                 // callers in this seed's schedule within the horizon
   int64_t peak_concurrent_sessions = 0;
-  // Unbounded growth only: the continuous closed form (summed ages); nullopt if never full in horizon.
+  // Unbounded growth only: the continuous closed form (summed ages); nullopt if never full in
+  // horizon.
   std::optional<double> t_sat_continuous_s;
   // Whole blocks, both policies: release time of the first frame that cannot get its blocks.
   std::optional<double> t_sat_blocks_s;

@@ -7,9 +7,9 @@ namespace metronome {
 
 struct GpuConfig {
   std::string name;
-  double memory_bytes = 0;              // HBM capacity
+  double memory_bytes = 0;  // HBM capacity
   double memory_bandwidth_bytes_per_s = 0;
-  double bf16_flops = 0;                // dense, not the sparse datasheet figure
+  double bf16_flops = 0;  // dense, not the sparse datasheet figure
 };
 
 }  // namespace metronome

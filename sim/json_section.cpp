@@ -94,7 +94,8 @@ std::optional<double> JsonSection::optional_non_negative(std::string_view key) {
 int64_t JsonSection::integer(std::string_view key, std::optional<int64_t> def, int64_t lo,
                              int64_t hi) {
   const nlohmann::json* v = find(key);
-  const std::string range = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  const std::string range =
+      "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (!v) {
     if (!def) fail(key, range);
     return *def;
@@ -184,8 +185,8 @@ const nlohmann::json& JsonSection::raw(std::string_view key) {
 void JsonSection::finish() const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     if (!read_.count(it.key())) {
-      std::string key = nlohmann::json(it.key()).dump(-1, ' ', false,
-                                                       nlohmann::json::error_handler_t::replace);
+      std::string key =
+          nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       key = key.substr(1, key.size() - 2);  // without the quotes dump() adds
       throw ConfigError(source_ + ": " + field(key) +
                         ": unknown field (check its spelling against docs/scenarios.md)");

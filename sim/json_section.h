@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/config_error.h"
 
@@ -16,7 +15,8 @@ namespace metronome {
 
 class JsonSection {
  public:
-  // `source` names the file (or "--set") for error messages; `path` is the dotted path of this object.
+  // `source` names the file (or "--set") for error messages; `path` is the dotted path of this
+  // object.
   JsonSection(const nlohmann::json& j, std::string source, std::string path);
 
   bool has(std::string_view key) const;

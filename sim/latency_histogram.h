@@ -1,7 +1,8 @@
-// Latency percentiles in bounded memory, whatever the horizon. Bins are log-spaced: each power of two
-// is split into 2^kSubBits bins (about 1.1% wide at kSubBits = 6), read straight from the bits of a
-// double, so adding a sample costs no logarithm. Frames that never got output before the end of the
-// run are counted as censored: a percentile that falls among them is +infinity, not a made-up number.
+// Latency percentiles in bounded memory, whatever the horizon. Bins are log-spaced: each power of
+// two is split into 2^kSubBits bins (about 1.1% wide at kSubBits = 6), read straight from the bits
+// of a double, so adding a sample costs no logarithm. Frames that never got output before the end
+// of the run are counted as censored: a percentile that falls among them is +infinity, not a
+// made-up number.
 #pragma once
 
 #include <array>
@@ -52,8 +53,9 @@ class LatencyHistogram {
   int64_t total() const { return count_ + censored_; }
   double mean_observed() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
 
-  // p in [0, 1]. Returns the geometric centre of the bin holding the p-quantile of all frames (observed
-  // and censored); +inf when it lies among the censored; 0 when there are no frames at all.
+  // p in [0, 1]. Returns the geometric centre of the bin holding the p-quantile of all frames
+  // (observed and censored); +inf when it lies among the censored; 0 when there are no frames at
+  // all.
   double percentile(double p) const {
     const int64_t n = total();
     if (n == 0) return 0.0;

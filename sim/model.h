@@ -37,9 +37,10 @@ struct ModelConfig {
   }
   // Parameters every token touches: attention, dense MLP, router, output head.
   double dense_params() const {
-    const double per_layer = attention_params_per_layer() +
-                             3.0 * static_cast<double>(hidden_size) * static_cast<double>(ffn_size) +
-                             static_cast<double>(hidden_size) * static_cast<double>(experts);
+    const double per_layer =
+        attention_params_per_layer() +
+        3.0 * static_cast<double>(hidden_size) * static_cast<double>(ffn_size) +
+        static_cast<double>(hidden_size) * static_cast<double>(experts);
     return static_cast<double>(layers) * per_layer +
            static_cast<double>(vocab_size) * static_cast<double>(hidden_size);
   }

@@ -17,9 +17,11 @@ int64_t max_blocks_per_session(const Scenario& s) {
     const int64_t ctx = m == 0 ? 0 : w.prompt_tokens + m * w.kv_tokens();
     return kv::step_blocks(ctx, w.kv_tokens() + (m == 0 ? w.prompt_tokens : 0), win, bs);
   };
-  // Once the window is full the holding cycles with the block alignment: scanning that far is exact.
-  const int64_t settle = (win.window + win.sinks + w.prompt_tokens) / std::max<int64_t>(1, w.kv_tokens()) +
-                         2 * s.engine.block_size + 4;
+  // Once the window is full the holding cycles with the block alignment: scanning that far is
+  // exact.
+  const int64_t settle =
+      (win.window + win.sinks + w.prompt_tokens) / std::max<int64_t>(1, w.kv_tokens()) +
+      2 * s.engine.block_size + 4;
   if (settle > 2'000'000) {  // too far to scan: the bound, sinks + window + frame, each rounded up
     return kv::ceil_div(win.sinks, s.engine.block_size) +
            kv::ceil_div(win.window + w.kv_tokens() + w.prompt_tokens, s.engine.block_size) + 1;
@@ -48,9 +50,11 @@ PoolSizing size_pool(const Scenario& s) {
                         " B of activations leaves " + std::to_string(p.usable_bytes) +
                         " B, less than one block of " + std::to_string(p.block_bytes) + " B");
     }
-    p.num_blocks = static_cast<int64_t>(std::floor(p.usable_bytes / static_cast<double>(p.block_bytes)));
+    p.num_blocks =
+        static_cast<int64_t>(std::floor(p.usable_bytes / static_cast<double>(p.block_bytes)));
   }
-  // One session must at least fit its first step (prompt, first frame, sinks), else nothing can run.
+  // One session must at least fit its first step (prompt, first frame, sinks), else nothing can
+  // run.
   const auto& w = s.workload;
   const int64_t first = kv::step_blocks(0, w.prompt_tokens + w.kv_tokens(), s.kv_policy.window(),
                                         s.engine.block_size);

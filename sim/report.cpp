@@ -1,9 +1,9 @@
 #include "sim/report.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace metronome {
 namespace {
@@ -12,7 +12,8 @@ using nlohmann::json;
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
-// JSON has no infinity: a percentile among censored frames is null, with the censored count beside it.
+// JSON has no infinity: a percentile among censored frames is null, with the censored count beside
+// it.
 json finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 std::optional<double> relative_error(const std::optional<double>& simulated,
@@ -52,8 +53,12 @@ json admission_json(const AdmissionSummary& a) {
 std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.2f} s", *v) : std::string("never (within the horizon)");
 }
-std::string ms(double v) { return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored"; }
-double frac(int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
+std::string ms(double v) {
+  return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored";
+}
+double frac(int64_t a, int64_t b) {
+  return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
 std::string pct(double f) { return fmt::format("{:.1f}%", 100.0 * f); }
 
 }  // namespace
@@ -122,17 +127,21 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
 
 std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
   std::ostringstream o;
-  o << fmt::format("scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
-                   s.kv_policy.type == "windowed"
-                       ? fmt::format("windowed W={} S={}", s.kv_policy.window_tokens, s.kv_policy.sink_tokens)
-                       : std::string("unbounded"));
-  o << fmt::format("pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
-                   p.pool.num_blocks, s.engine.block_size, p.pool.num_blocks * s.engine.block_size,
-                   static_cast<double>(p.pool.block_bytes) / (1 << 20),
-                   fmt::format("{:.1f} KiB per token", static_cast<double>(p.pool.kv_bytes_per_token) / 1024),
-                   p.pool.overridden ? " [num_blocks override]" : "");
-  o << fmt::format("load       {} sessions (peak {} at once), {:.2f} tokens/s each, r = {:.3e} of the pool per s\n",
-                   p.sessions, p.peak_concurrent_sessions, p.tokens_per_s_per_session, p.r_per_s);
+  o << fmt::format(
+      "scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
+      s.kv_policy.type == "windowed"
+          ? fmt::format("windowed W={} S={}", s.kv_policy.window_tokens, s.kv_policy.sink_tokens)
+          : std::string("unbounded"));
+  o << fmt::format(
+      "pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
+      p.pool.num_blocks, s.engine.block_size, p.pool.num_blocks * s.engine.block_size,
+      static_cast<double>(p.pool.block_bytes) / (1 << 20),
+      fmt::format("{:.1f} KiB per token", static_cast<double>(p.pool.kv_bytes_per_token) / 1024),
+      p.pool.overridden ? " [num_blocks override]" : "");
+  o << fmt::format(
+      "load       {} sessions (peak {} at once), {:.2f} tokens/s each, r = {:.3e} of the pool per "
+      "s\n",
+      p.sessions, p.peak_concurrent_sessions, p.tokens_per_s_per_session, p.r_per_s);
   if (s.kv_policy.type == "unbounded") {
     o << fmt::format("t_sat      {} (first-order, summed ages); {} (whole blocks)\n",
                      secs(p.t_sat_continuous_s), secs(p.t_sat_blocks_s));
@@ -160,23 +169,26 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
     o << fmt::format("           saturation vs first-order: {} (whole blocks), {} (continuous)\n",
                      err(p.t_sat_blocks_s), err(p.t_sat_continuous_s));
   }
-  o << fmt::format("frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true\n",
-                   r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
-                   pct(frac(r.frames_reported_late, r.frames_due)),
-                   pct(frac(r.frames_due - r.frames_on_time, r.frames_due)));
+  o << fmt::format(
+      "frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true\n",
+      r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
+      pct(frac(r.frames_reported_late, r.frames_due)),
+      pct(frac(r.frames_due - r.frames_on_time, r.frames_due)));
   o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
                    ms(r.reported_latency.percentile(0.5)), ms(r.reported_latency.percentile(0.99)),
                    ms(r.true_latency.percentile(0.5)), ms(r.true_latency.percentile(0.99)));
   if (r.admission.capped) {
     const auto& a = r.admission;
-    o << fmt::format("admission  {}: N* = {} (median cap over the last half; p5 {} p95 {}), {} of {} "
-                     "callers rejected, {} increases, {} decreases\n",
-                     s.admission.type, *a.n_star, *a.cap_p5, *a.cap_p95, r.sessions_rejected,
-                     r.sessions_arrived, a.increases, a.decreases);
+    o << fmt::format(
+        "admission  {}: N* = {} (median cap over the last half; p5 {} p95 {}), {} of {} "
+        "callers rejected, {} increases, {} decreases\n",
+        s.admission.type, *a.n_star, *a.cap_p5, *a.cap_p95, r.sessions_rejected, r.sessions_arrived,
+        a.increases, a.decreases);
   }
   o << fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
-                   r.peak_pool_blocks, p.pool.num_blocks, pct(frac(r.peak_pool_blocks, p.pool.num_blocks)),
-                   r.tokens_produced, r.engine_steps);
+                   r.peak_pool_blocks, p.pool.num_blocks,
+                   pct(frac(r.peak_pool_blocks, p.pool.num_blocks)), r.tokens_produced,
+                   r.engine_steps);
   return o.str();
 }
 

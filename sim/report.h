@@ -1,9 +1,8 @@
 // Turns a run (or a prediction) into the JSON a script reads and the short text a person reads.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "sim/first_order.h"
 #include "sim/run_result.h"

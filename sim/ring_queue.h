@@ -1,5 +1,5 @@
-// A double-ended queue on one power-of-two ring buffer. std::deque allocates and frees a chunk every
-// few dozen push/pop pairs; the engine's ready queue does that millions of times per run.
+// A double-ended queue on one power-of-two ring buffer. std::deque allocates and frees a chunk
+// every few dozen push/pop pairs; the engine's ready queue does that millions of times per run.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
-// Deterministic random streams. Each stream (arrivals, durations, jitter, ...) has its own generator
-// derived from the scenario seed and the stream's name, so adding a stream never shifts the others.
-// The distributions are written here rather than taken from <random>, whose algorithms differ
-// between standard libraries: the same seed must give the same run everywhere.
+// Deterministic random streams. Each stream (arrivals, durations, jitter, ...) has its own
+// generator derived from the scenario seed and the stream's name, so adding a stream never shifts
+// the others. The distributions are written here rather than taken from <random>, whose algorithms
+// differ between standard libraries: the same seed must give the same run everywhere.
 #pragma once
 
 #include <cmath>

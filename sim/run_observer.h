@@ -41,11 +41,21 @@ class RunObserver {
 // Fans one run's callbacks out to several observers.
 class ObserverList : public RunObserver {
  public:
-  void add(RunObserver* o) { if (o) list_.push_back(o); }
-  void on_sample(const Sample& x) override { for (auto* o : list_) o->on_sample(x); }
-  void on_step(Time a, Time b, int64_t n, int64_t u) override { for (auto* o : list_) o->on_step(a, b, n, u); }
-  void on_stall(Time t, int64_t n) override { for (auto* o : list_) o->on_stall(t, n); }
-  void on_preempt(Time t, int64_t s, int64_t f) override { for (auto* o : list_) o->on_preempt(t, s, f); }
+  void add(RunObserver* o) {
+    if (o) list_.push_back(o);
+  }
+  void on_sample(const Sample& x) override {
+    for (auto* o : list_) o->on_sample(x);
+  }
+  void on_step(Time a, Time b, int64_t n, int64_t u) override {
+    for (auto* o : list_) o->on_step(a, b, n, u);
+  }
+  void on_stall(Time t, int64_t n) override {
+    for (auto* o : list_) o->on_stall(t, n);
+  }
+  void on_preempt(Time t, int64_t s, int64_t f) override {
+    for (auto* o : list_) o->on_preempt(t, s, f);
+  }
   bool empty() const { return list_.empty(); }
 
  private:

@@ -10,12 +10,12 @@
 
 namespace metronome {
 
-// The admission controller's trace, summarised. N* (the converged cap) is the median of the cap over
-// the last half of the horizon, read at each control instant; its spread is the 5th/25th/75th/95th
-// percentiles of the same values (nearest rank).
+// The admission controller's trace, summarised. N* (the converged cap) is the median of the cap
+// over the last half of the horizon, read at each control instant; its spread is the
+// 5th/25th/75th/95th percentiles of the same values (nearest rank).
 struct AdmissionSummary {
-  bool capped = false;   // a controller other than "none"
-  bool adaptive = false; // the cap moved online (aimd, gradient)
+  bool capped = false;    // a controller other than "none"
+  bool adaptive = false;  // the cap moved online (aimd, gradient)
   std::optional<double> n_star, cap_p5, cap_p25, cap_p75, cap_p95;
   int64_t initial_cap = 0, final_cap = 0, max_cap = 0;
   int64_t increases = 0, decreases = 0, control_intervals = 0;
@@ -26,8 +26,8 @@ struct AdmissionSummary {
 
 struct RunResult {
   // Outcome
-  bool crashed = false;                    // a frame could not get blocks (stall or preemption)
-  std::optional<double> first_stall_s;     // when the pool first refused an allocation
+  bool crashed = false;                 // a frame could not get blocks (stall or preemption)
+  std::optional<double> first_stall_s;  // when the pool first refused an allocation
   std::optional<double> first_preempt_s;
   // Sessions
   int64_t sessions_arrived = 0;
@@ -36,10 +36,10 @@ struct RunResult {
   int64_t preemptions = 0;
   int64_t peak_live_sessions = 0;
   // Frames
-  int64_t frames_due = 0;     // released before the caller left or the horizon
+  int64_t frames_due = 0;  // released before the caller left or the horizon
   int64_t frames_served = 0;
-  int64_t frames_on_time = 0; // true latency within the deadline
-  int64_t frames_silent = 0;  // due frames with no output by silence_after_s
+  int64_t frames_on_time = 0;  // true latency within the deadline
+  int64_t frames_silent = 0;   // due frames with no output by silence_after_s
   int64_t frames_reported_late = 0;
   int64_t tokens_produced = 0;
   LatencyHistogram reported_latency;  // per due frame, as the serving layer reports it

@@ -70,7 +70,8 @@ GpuConfig parse_gpu(JsonSection g) {
   g.string("comment", "");
   g.string("source", "");
   c.memory_bytes = g.in_range("memory_bytes", std::nullopt, 1, kMaxBytes);
-  c.memory_bandwidth_bytes_per_s = g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
+  c.memory_bandwidth_bytes_per_s =
+      g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
   c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
   g.finish();
   return c;
@@ -83,12 +84,15 @@ EngineConfig parse_engine(JsonSection e) {
   if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
     e.fail("gpu_memory_utilization", "a fraction in (0, 1]");
   }
-  c.activation_reserve_bytes = e.in_range("activation_reserve_bytes", c.activation_reserve_bytes, 0, kMaxBytes);
-  c.max_sessions_per_step = e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
+  c.activation_reserve_bytes =
+      e.in_range("activation_reserve_bytes", c.activation_reserve_bytes, 0, kMaxBytes);
+  c.max_sessions_per_step =
+      e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
   c.num_blocks = e.optional_integer("num_blocks", 1, kMaxCount);
   c.exhaustion = e.one_of("exhaustion", c.exhaustion, {"stall", "preempt_recompute"});
   c.silence_after_s = e.optional_positive("silence_after_s");
-  if (c.silence_after_s && *c.silence_after_s > kMaxSeconds) e.fail("silence_after_s", "at most 1e9 s");
+  if (c.silence_after_s && *c.silence_after_s > kMaxSeconds)
+    e.fail("silence_after_s", "at most 1e9 s");
   e.finish();
   return c;
 }
@@ -98,7 +102,8 @@ KvPolicyConfig parse_kv_policy(JsonSection k) {
   c.type = k.one_of("type", c.type, {"unbounded", "windowed"});
   // Window fields are accepted under either type, so --set kv_policy.type=... flips a scenario.
   const bool windowed = c.type == "windowed";
-  c.window_tokens = k.integer("window_tokens", windowed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
+  c.window_tokens =
+      k.integer("window_tokens", windowed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
   c.sink_tokens = k.integer("sink_tokens", 0, 0, kMaxCount);
   k.finish();
   return c;
@@ -111,7 +116,8 @@ ArrivalConfig parse_arrival(JsonSection a) {
   if (c.type == "all_at_once" || c.type == "fixed_interval") {
     c.sessions = a.integer("sessions", std::nullopt, 0, 100'000'000);
   }
-  if (c.type == "fixed_interval") c.interval_s = a.in_range("interval_s", std::nullopt, 1e-9, kMaxSeconds);
+  if (c.type == "fixed_interval")
+    c.interval_s = a.in_range("interval_s", std::nullopt, 1e-9, kMaxSeconds);
   if (c.type == "poisson") {
     c.rate_per_s = a.in_range("rate_per_s", std::nullopt, 0, 1e9);
     c.max_sessions = a.integer("max_sessions", 0, 0, 100'000'000);
@@ -141,8 +147,10 @@ WorkloadConfig parse_workload(JsonSection w) {
   if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
   c.deadline_s = w.optional_positive("deadline_s");
   if (c.deadline_s && *c.deadline_s > kMaxSeconds) w.fail("deadline_s", "at most 1e9 s");
-  c.input_tokens_per_frame = w.integer("input_tokens_per_frame", c.input_tokens_per_frame, 0, 1'000'000);
-  c.output_tokens_per_frame = w.integer("output_tokens_per_frame", c.output_tokens_per_frame, 0, 1'000'000);
+  c.input_tokens_per_frame =
+      w.integer("input_tokens_per_frame", c.input_tokens_per_frame, 0, 1'000'000);
+  c.output_tokens_per_frame =
+      w.integer("output_tokens_per_frame", c.output_tokens_per_frame, 0, 1'000'000);
   c.kv_tokens_per_frame = w.optional_integer("kv_tokens_per_frame", 0, 2'000'000);
   c.prompt_tokens = w.integer("prompt_tokens", c.prompt_tokens, 0, 100'000'000);
   c.frame_jitter_s = w.non_negative("frame_jitter_s", c.frame_jitter_s);
@@ -159,7 +167,8 @@ CostModelConfig parse_cost_model(JsonSection m) {
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
   c.file = m.string("file", c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
-  if (c.type == "calibrated" && c.file.empty()) m.fail("file", "the path of a calibration JSON file");
+  if (c.type == "calibrated" && c.file.empty())
+    m.fail("file", "the path of a calibration JSON file");
   m.finish();
   return c;
 }
@@ -190,7 +199,8 @@ AdmissionConfig parse_admission(JsonSection a) {
     }
   }
   if (c.type == "aimd") {
-    if (!(c.decrease_factor > 0 && c.decrease_factor < 1)) a.fail("decrease_factor", "a factor in (0, 1)");
+    if (!(c.decrease_factor > 0 && c.decrease_factor < 1))
+      a.fail("decrease_factor", "a factor in (0, 1)");
     if (!(c.low_fraction < c.high_fraction)) a.fail("low_fraction", "less than high_fraction");
   }
   return c;
@@ -207,21 +217,25 @@ void check_run_size(const Scenario& s) {
   };
   const double samples = s.horizon_s / s.output.sample_period_s;
   if (samples > kMaxSamples) {
-    fail("output.sample_period_s", "expected at most 1e7 samples over the horizon, got horizon_s / "
-                                   "sample_period_s = " + nlohmann::json(samples).dump() +
-                                   "; raise output.sample_period_s");
+    fail("output.sample_period_s",
+         "expected at most 1e7 samples over the horizon, got horizon_s / "
+         "sample_period_s = " +
+             nlohmann::json(samples).dump() + "; raise output.sample_period_s");
   }
   const auto& a = s.workload.arrival;
-  if (a.type == "poisson" && (a.max_sessions == 0 || static_cast<double>(a.max_sessions) > kMaxCallers)) {
+  if (a.type == "poisson" &&
+      (a.max_sessions == 0 || static_cast<double>(a.max_sessions) > kMaxCallers)) {
     const double expected = a.rate_per_s * std::max(0.0, s.horizon_s - a.start_s);
     if (expected > kMaxCallers) {
       fail("workload.arrival.rate_per_s",
            "expected at most 1e7 callers per run, got rate_per_s x horizon_s = " +
-               nlohmann::json(expected).dump() + "; lower the rate or the horizon, or set max_sessions");
+               nlohmann::json(expected).dump() +
+               "; lower the rate or the horizon, or set max_sessions");
     }
   }
   if (a.type != "poisson" && static_cast<double>(a.sessions) > kMaxCallers) {
-    fail("workload.arrival.sessions", "expected at most 1e7 callers per run, got " + std::to_string(a.sessions));
+    fail("workload.arrival.sessions",
+         "expected at most 1e7 callers per run, got " + std::to_string(a.sessions));
   }
 }
 
@@ -284,7 +298,8 @@ void apply_set(nlohmann::json& j, const std::string& assignment, const std::stri
   size_t pos = 0;
   while (true) {
     const auto dot = key.find('.', pos);
-    const std::string part = key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    const std::string part =
+        key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
     if (part.empty()) throw ConfigError(where + ": empty component in key \"" + key + "\"");
     if (!node->is_object()) {
       throw ConfigError(where + ": \"" + walked + "\" is not an object, so it has no field \"" +
@@ -320,7 +335,8 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
   s.admission = parse_admission(top.section("admission"));
   JsonSection out = top.section("output");
-  s.output.sample_period_s = out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
+  s.output.sample_period_s =
+      out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
   top.finish();
   check_run_size(s);
@@ -413,22 +429,15 @@ nlohmann::json to_json(const Scenario& s) {
                       {"high_fraction", a.high_fraction}});
   }
   if (a.type == "gradient") {
-    admission.update({{"tolerance", a.tolerance},
-                      {"smoothing", a.smoothing},
-                      {"long_window", a.long_window}});
+    admission.update(
+        {{"tolerance", a.tolerance}, {"smoothing", a.smoothing}, {"long_window", a.long_window}});
   }
-  return {{"name", s.name},
-          {"comment", s.comment},
-          {"model", model},
-          {"gpu", gpu},
-          {"engine", engine},
-          {"kv_policy", kv},
-          {"workload", workload},
-          {"cost_model", cost},
-          {"horizon_s", s.horizon_s},
-          {"seed", s.seed},
-          {"admission", admission},
-          {"output", {{"sample_period_s", s.output.sample_period_s}}}};
+  return {{"name", s.name},           {"comment", s.comment},
+          {"model", model},           {"gpu", gpu},
+          {"engine", engine},         {"kv_policy", kv},
+          {"workload", workload},     {"cost_model", cost},
+          {"horizon_s", s.horizon_s}, {"seed", s.seed},
+          {"admission", admission},   {"output", {{"sample_period_s", s.output.sample_period_s}}}};
 }
 
 }  // namespace metronome

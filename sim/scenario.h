@@ -1,13 +1,12 @@
-// A scenario: model, GPU, engine, KV policy, workload, cost model, horizon and seed. Every section is
-// a struct with defaults; load_scenario() validates everything once, so the simulator trusts it.
+// A scenario: model, GPU, engine, KV policy, workload, cost model, horizon and seed. Every section
+// is a struct with defaults; load_scenario() validates everything once, so the simulator trusts it.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kernels/kv_window.h"
 #include "sim/gpu.h"
@@ -59,8 +58,8 @@ struct WorkloadConfig {
   std::optional<double> deadline_s;  // default: the frame period
   int64_t input_tokens_per_frame = 1;
   int64_t output_tokens_per_frame = 1;
-  // Tokens appended to the session's KV per frame; default input + output. Moshi writes one position
-  // per 80 ms step that carries both streams, so its scenarios set 1.
+  // Tokens appended to the session's KV per frame; default input + output. Moshi writes one
+  // position per 80 ms step that carries both streams, so its scenarios set 1.
   std::optional<int64_t> kv_tokens_per_frame;
   int64_t prompt_tokens = 0;  // system prompt prefilled with the first frame
   double frame_jitter_s = 0;  // each frame released up to this late, uniformly
@@ -72,9 +71,9 @@ struct WorkloadConfig {
 };
 
 struct CostModelConfig {
-  std::string type = "roofline";  // roofline (analytic) | calibrated (measured file)
-  double step_overhead_s = 0.001; // scheduler and launch overhead per forward pass
-  std::string file;               // calibrated: path of the calibration JSON
+  std::string type = "roofline";   // roofline (analytic) | calibrated (measured file)
+  double step_overhead_s = 0.001;  // scheduler and launch overhead per forward pass
+  std::string file;                // calibrated: path of the calibration JSON
 };
 
 // Admission control (docs/admission.md). Fields of other types are accepted and ignored, so
@@ -90,14 +89,14 @@ struct AdmissionConfig {
   int64_t floor = 1;
   int64_t max_cap = 100000;
   // aimd
-  double increase = 2;            // sessions added per interval with headroom
-  double decrease_factor = 0.9;   // cap multiplier on congestion
-  double low_fraction = 0.8;      // headroom below low_fraction x deadline
-  double high_fraction = 0.9;     // congestion above high_fraction x deadline
+  double increase = 2;           // sessions added per interval with headroom
+  double decrease_factor = 0.9;  // cap multiplier on congestion
+  double low_fraction = 0.8;     // headroom below low_fraction x deadline
+  double high_fraction = 0.9;    // congestion above high_fraction x deadline
   // gradient
-  double tolerance = 1.5;    // how much short-term latency may exceed long-term before shrinking
-  double smoothing = 0.2;    // weight of the new target per interval
-  double long_window = 60;   // intervals in the long-term average
+  double tolerance = 1.5;   // how much short-term latency may exceed long-term before shrinking
+  double smoothing = 0.2;   // weight of the new target per interval
+  double long_window = 60;  // intervals in the long-term average
 };
 
 struct OutputConfig {
@@ -121,7 +120,8 @@ struct Scenario {
 };
 
 // `path` empty: the shipped default scenario. `sets` are "dotted.key=value" overrides applied after
-// model and GPU names are resolved; a value is parsed as JSON when it can be, else taken as a string.
+// model and GPU names are resolved; a value is parsed as JSON when it can be, else taken as a
+// string.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets = {});
 Scenario parse_scenario(const nlohmann::json& resolved, const std::string& source);
 // Reads a scenario file and resolves model/gpu names to objects, without validating the rest.

@@ -1,11 +1,11 @@
 // Streams a run's samples to CSV as they happen (memory does not grow with the horizon).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "sim/run_observer.h"
 
@@ -17,19 +17,21 @@ class TimeSeriesWriter : public RunObserver {
     if (!out_) throw std::runtime_error(path + ": cannot open for writing");
     out_ << "t_s,pool_used_blocks,pool_fraction,live_sessions,stalled_sessions,frames_due,"
             "frames_served,frames_on_time,tokens_produced,tokens_per_frame,silent_fraction,"
-            "reported_miss_rate,reported_p50_ms,reported_p99_ms,true_p50_ms,true_p99_ms,admission_cap,"
+            "reported_miss_rate,reported_p50_ms,reported_p99_ms,true_p50_ms,true_p99_ms,admission_"
+            "cap,"
             "sessions_rejected\n";
   }
 
   void on_sample(const Sample& x) override {
-    out_ << fmt::format("{:.6g},{},{:.6f},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{},{},{},{},{},{}\n", x.t_s,
-                        x.pool_used_blocks, x.pool_fraction, x.live_sessions, x.stalled_sessions,
-                        x.frames_due, x.frames_served, x.frames_on_time, x.tokens_produced,
-                        x.tokens_per_frame, x.silent_fraction, x.reported_miss_rate,
-                        ms(x.reported_p50_s, x.frames_due), ms(x.reported_p99_s, x.frames_due),
-                        ms(x.true_p50_s, x.frames_served), ms(x.true_p99_s, x.frames_served),
-                        x.admission_cap >= 0 ? std::to_string(x.admission_cap) : std::string(),
-                        x.sessions_rejected);
+    out_ << fmt::format(
+        "{:.6g},{},{:.6f},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{},{},{},{},{},{}\n", x.t_s,
+        x.pool_used_blocks, x.pool_fraction, x.live_sessions, x.stalled_sessions, x.frames_due,
+        x.frames_served, x.frames_on_time, x.tokens_produced, x.tokens_per_frame, x.silent_fraction,
+        x.reported_miss_rate, ms(x.reported_p50_s, x.frames_due),
+        ms(x.reported_p99_s, x.frames_due), ms(x.true_p50_s, x.frames_served),
+        ms(x.true_p99_s, x.frames_served),
+        x.admission_cap >= 0 ? std::to_string(x.admission_cap) : std::string(),
+        x.sessions_rejected);
   }
 
  private:

@@ -1,11 +1,12 @@
 // A Chrome/Perfetto trace (JSON array format) of one run: engine steps as slices, stalls and
-// preemptions as instants, pool occupancy and live sessions as counters. Open it at ui.perfetto.dev.
+// preemptions as instants, pool occupancy and live sessions as counters. Open it at
+// ui.perfetto.dev.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "sim/run_observer.h"
 
@@ -22,8 +23,10 @@ class TraceWriter : public RunObserver {
   }
   ~TraceWriter() override {
     if (dropped_ > 0) {
-      out_ << fmt::format(",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"g\",\"ts\":{:.3f},"
-                          "\"name\":\"trace truncated: {} events dropped\"}}", last_us_, dropped_);
+      out_ << fmt::format(
+          ",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"g\",\"ts\":{:.3f},"
+          "\"name\":\"trace truncated: {} events dropped\"}}",
+          last_us_, dropped_);
     }
     out_ << "\n]}\n";
   }
@@ -31,26 +34,35 @@ class TraceWriter : public RunObserver {
   void on_step(Time start, Time end, int64_t batch, int64_t pool_used) override {
     if (!room()) return;
     last_us_ = us(end);
-    out_ << fmt::format(",\n{{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":\"step\",\"ts\":{:.3f},"
-                        "\"dur\":{:.3f},\"args\":{{\"sessions\":{}}}}}",
-                        us(start), us(end) - us(start), batch);
-    out_ << fmt::format(",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"pool blocks used\",\"ts\":{:.3f},"
-                        "\"args\":{{\"blocks\":{}}}}}", us(end), pool_used);
+    out_ << fmt::format(
+        ",\n{{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":\"step\",\"ts\":{:.3f},"
+        "\"dur\":{:.3f},\"args\":{{\"sessions\":{}}}}}",
+        us(start), us(end) - us(start), batch);
+    out_ << fmt::format(
+        ",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"pool blocks used\",\"ts\":{:.3f},"
+        "\"args\":{{\"blocks\":{}}}}}",
+        us(end), pool_used);
   }
   void on_stall(Time t, int64_t stalled) override {
     if (!room()) return;
-    out_ << fmt::format(",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"t\",\"name\":\"stall\","
-                        "\"ts\":{:.3f},\"args\":{{\"stalled_sessions\":{}}}}}", us(t), stalled);
+    out_ << fmt::format(
+        ",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"t\",\"name\":\"stall\","
+        "\"ts\":{:.3f},\"args\":{{\"stalled_sessions\":{}}}}}",
+        us(t), stalled);
   }
   void on_preempt(Time t, int64_t session, int64_t freed) override {
     if (!room()) return;
-    out_ << fmt::format(",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"t\",\"name\":\"preempt\","
-                        "\"ts\":{:.3f},\"args\":{{\"session\":{},\"freed_blocks\":{}}}}}", us(t), session, freed);
+    out_ << fmt::format(
+        ",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"t\",\"name\":\"preempt\","
+        "\"ts\":{:.3f},\"args\":{{\"session\":{},\"freed_blocks\":{}}}}}",
+        us(t), session, freed);
   }
   void on_sample(const Sample& x) override {
     if (!room()) return;
-    out_ << fmt::format(",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"sessions\",\"ts\":{:.3f},"
-                        "\"args\":{{\"live\":{},\"stalled\":{}}}}}", x.t_s * 1e6, x.live_sessions, x.stalled_sessions);
+    out_ << fmt::format(
+        ",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"sessions\",\"ts\":{:.3f},"
+        "\"args\":{{\"live\":{},\"stalled\":{}}}}}",
+        x.t_s * 1e6, x.live_sessions, x.stalled_sessions);
   }
 
  private:

@@ -2,8 +2,9 @@
 //
 // Protocol (STYLE.md, Measurement): warm-up launches, then CUDA events on the benchmark's stream
 // around each launch, median of repetitions; inputs rotate over enough copies that the rotation is
-// larger than 4x the L2 cache, so no timing reads a cache warmed by the previous launch; the outputs
-// of timed shapes are checked against the CPU reference after timing (a sample of sessions).
+// larger than 4x the L2 cache, so no timing reads a cache warmed by the previous launch; the
+// outputs of timed shapes are checked against the CPU reference after timing (a sample of
+// sessions).
 //
 // Reports: device copy bandwidth (cudaMemcpy device to device, bytes read + written), the decode
 // shape of the speed target (256 sessions x 8k context, 28/4 heads, head_dim 128, bf16, block 16)
@@ -105,7 +106,8 @@ struct AttentionSetup {
 
   void build(int64_t l2_bytes) {
     int64_t need = 0;
-    for (size_t s = 0; s < ctx.size(); ++s) need += kv::step_blocks(ctx[s], q_len[s], window, block_size) ;
+    for (size_t s = 0; s < ctx.size(); ++s)
+      need += kv::step_blocks(ctx[s], q_len[s], window, block_size);
     need += kv::ceil_div(1024, block_size) + 4;
     mk::BlockPool pool(static_cast<int32_t>(need));
     std::vector<mk::SessionBlocks> sessions;
@@ -115,7 +117,8 @@ struct AttentionSetup {
       sessions.emplace_back(window, block_size);
       auto& sb = sessions.back();
       for (int64_t done = 0; done < ctx[s]; done += 1024) {
-        if (!sb.append(pool, std::min<int64_t>(1024, ctx[s] - done))) throw std::logic_error("pool");
+        if (!sb.append(pool, std::min<int64_t>(1024, ctx[s] - done)))
+          throw std::logic_error("pool");
         sb.release_outside_window(pool);
       }
       if (!sb.append(pool, q_len[s])) throw std::logic_error("pool");
@@ -126,7 +129,8 @@ struct AttentionSetup {
       const int64_t first_q = sb.tokens() - q_len[s];
       for (int64_t key = 0; key < sb.tokens(); ++key) {
         // Visible to the frame's first or last query covers the union (two intervals).
-        if (kv::key_visible(first_q, key, window) || kv::key_visible(sb.tokens() - 1, key, window)) ++keys;
+        if (kv::key_visible(first_q, key, window) || kv::key_visible(sb.tokens() - 1, key, window))
+          ++keys;
       }
       kv_bytes += keys * 2 * kv_heads * head_dim * 2;
     }
@@ -138,14 +142,17 @@ struct AttentionSetup {
     const int64_t q_elems = int64_t{total_q()} * q_heads * head_dim;
     io_bytes = 2 * q_elems * 2;
     const int64_t set_bytes = kv_bytes + io_bytes;
-    copies = static_cast<int>(std::clamp<int64_t>(kv::ceil_div(4 * l2_bytes, std::max<int64_t>(set_bytes, 1)), 1, 64));
+    copies = static_cast<int>(
+        std::clamp<int64_t>(kv::ceil_div(4 * l2_bytes, std::max<int64_t>(set_bytes, 1)), 1, 64));
     for (int c = 0; c < copies; ++c) {
       k.push_back(alloc(pool_elems * 2));
       v.push_back(alloc(pool_elems * 2));
       q.push_back(alloc(q_elems * 2));
       out.push_back(alloc(q_elems * 2));
-      STATUS_CHECK(mk::fill_uniform(mk::Dtype::kBF16, k.back(), pool_elems, 1.f, 10 + 4 * c, nullptr));
-      STATUS_CHECK(mk::fill_uniform(mk::Dtype::kBF16, v.back(), pool_elems, 1.f, 11 + 4 * c, nullptr));
+      STATUS_CHECK(
+          mk::fill_uniform(mk::Dtype::kBF16, k.back(), pool_elems, 1.f, 10 + 4 * c, nullptr));
+      STATUS_CHECK(
+          mk::fill_uniform(mk::Dtype::kBF16, v.back(), pool_elems, 1.f, 11 + 4 * c, nullptr));
       STATUS_CHECK(mk::fill_uniform(mk::Dtype::kBF16, q.back(), q_elems, 1.f, 12 + 4 * c, nullptr));
     }
     auto* d_qs = static_cast<int32_t*>(alloc(h_q_start.size() * 4));
@@ -168,7 +175,12 @@ struct AttentionSetup {
 
   mk::PagedAttentionParams params(int c) const {
     mk::PagedAttentionParams p;
-    p.kv = {k.empty() ? nullptr : k[c], v.empty() ? nullptr : v[c], num_blocks, block_size, kv_heads, head_dim};
+    p.kv = {k.empty() ? nullptr : k[c],
+            v.empty() ? nullptr : v[c],
+            num_blocks,
+            block_size,
+            kv_heads,
+            head_dim};
     p.batch = batch;
     p.total_q = total_q();
     p.window = window;
@@ -202,29 +214,41 @@ struct AttentionSetup {
       q_start.push_back(q_start.back() + q_len[s]);
       seq.push_back(h_seq[s]);
     }
-    mk::reference::HostKvCache cache(static_cast<int32_t>(src_blocks.size()), block_size, kv_heads, head_dim);
+    mk::reference::HostKvCache cache(static_cast<int32_t>(src_blocks.size()), block_size, kv_heads,
+                                     head_dim);
     std::vector<uint16_t> buf(static_cast<size_t>(block_elems));
     for (size_t i = 0; i < src_blocks.size(); ++i) {
       for (int kvsel = 0; kvsel < 2; ++kvsel) {
         const auto* base = static_cast<const uint16_t*>(kvsel ? v[0] : k[0]);
-        CUDA_CHECK(cudaMemcpy(buf.data(), base + src_blocks[i] * block_elems, buf.size() * 2, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(buf.data(), base + src_blocks[i] * block_elems, buf.size() * 2,
+                              cudaMemcpyDeviceToHost));
         auto& dst = kvsel ? cache.v() : cache.k();
-        for (int64_t x = 0; x < block_elems; ++x) dst[i * block_elems + x] = mk::bf16_bits_to_float(buf[x]);
+        for (int64_t x = 0; x < block_elems; ++x)
+          dst[i * block_elems + x] = mk::bf16_bits_to_float(buf[x]);
       }
     }
     const int64_t row = int64_t{q_heads} * head_dim;
     std::vector<float> hq, got;
     for (int32_t s : pick) {
       std::vector<uint16_t> qb(static_cast<size_t>(q_len[s] * row)), ob(qb.size());
-      CUDA_CHECK(cudaMemcpy(qb.data(), static_cast<const uint16_t*>(q[0]) + h_q_start[s] * row, qb.size() * 2, cudaMemcpyDeviceToHost));
-      CUDA_CHECK(cudaMemcpy(ob.data(), static_cast<const uint16_t*>(out[0]) + h_q_start[s] * row, ob.size() * 2, cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(qb.data(), static_cast<const uint16_t*>(q[0]) + h_q_start[s] * row,
+                            qb.size() * 2, cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(ob.data(), static_cast<const uint16_t*>(out[0]) + h_q_start[s] * row,
+                            ob.size() * 2, cudaMemcpyDeviceToHost));
       for (uint16_t x : qb) hq.push_back(mk::bf16_bits_to_float(x));
       for (uint16_t x : ob) got.push_back(mk::bf16_bits_to_float(x));
     }
-    mk::FrameBatch b{static_cast<int32_t>(pick.size()), q_start.data(), seq.data(), tables.data(), max_blocks, 0, 0};
+    mk::FrameBatch b{static_cast<int32_t>(pick.size()),
+                     q_start.data(),
+                     seq.data(),
+                     tables.data(),
+                     max_blocks,
+                     0,
+                     0};
     std::vector<float> ref(got.size());
     mk::reference::paged_attention_ref(std::as_const(cache).view(), b, window,
-                                       {q_heads, 1.f / std::sqrt(static_cast<float>(head_dim))}, hq, ref);
+                                       {q_heads, 1.f / std::sqrt(static_cast<float>(head_dim))}, hq,
+                                       ref);
     double num = 0, den = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
       num += (double{got[i]} - ref[i]) * (double{got[i]} - ref[i]);
@@ -308,8 +332,8 @@ int main(int argc, char** argv) {
       rows.push_back(r);
     }
 
-    auto time_attention = [&](const std::string& group, const std::string& name, int sessions, int ctx, int q,
-                              kv::Window w, bool check) {
+    auto time_attention = [&](const std::string& group, const std::string& name, int sessions,
+                              int ctx, int q, kv::Window w, bool check) {
       AttentionSetup st;
       st.window = w;
       st.ctx.assign(sessions, ctx);
@@ -325,7 +349,8 @@ int main(int argc, char** argv) {
       r.sessions = sessions;
       r.ctx = ctx;
       r.q = q;
-      r.window = w.unbounded() ? "unbounded" : "W" + std::to_string(w.window) + "_S" + std::to_string(w.sinks);
+      r.window = w.unbounded() ? "unbounded"
+                               : "W" + std::to_string(w.window) + "_S" + std::to_string(w.sinks);
       r.ms = ms;
       r.gbps = static_cast<double>(st.kv_bytes + st.io_bytes) / (ms * 1e-3) / 1e9;
       r.frac_copy = r.gbps / copy_gbps;
@@ -335,7 +360,8 @@ int main(int argc, char** argv) {
         if (!(r.err < 1e-2)) failed = true;
       }
       rows.push_back(r);
-      std::fprintf(stderr, "  %-10s %-34s %8.3f ms %8.1f GB/s %5.1f%% of copy  splits %d  err %.2e\n",
+      std::fprintf(stderr,
+                   "  %-10s %-34s %8.3f ms %8.1f GB/s %5.1f%% of copy  splits %d  err %.2e\n",
                    group.c_str(), name.c_str(), r.ms, r.gbps, 100 * r.frac_copy, r.splits, r.err);
     };
 
@@ -346,8 +372,10 @@ int main(int argc, char** argv) {
     const kv::Window win{1024, 4};
     for (int ctx : {512, 1024, 2048, 4096, 8192, 16384}) {
       if (quick && ctx > 4096) break;
-      time_attention("window", "decode_256_ctx" + std::to_string(ctx) + "_windowed", 256, ctx, 1, win, ctx == 8192);
-      time_attention("window", "decode_256_ctx" + std::to_string(ctx) + "_unbounded", 256, ctx, 1, kv::Window{}, false);
+      time_attention("window", "decode_256_ctx" + std::to_string(ctx) + "_windowed", 256, ctx, 1,
+                     win, ctx == 8192);
+      time_attention("window", "decode_256_ctx" + std::to_string(ctx) + "_unbounded", 256, ctx, 1,
+                     kv::Window{}, false);
     }
 
     // 4. Small grid: sessions x frame size x context, both modes.
@@ -355,15 +383,18 @@ int main(int argc, char** argv) {
       for (int q : {1, 16}) {
         for (int ctx : {1024, 4096}) {
           for (bool windowed : {false, true}) {
-            const std::string name = "s" + std::to_string(sessions) + "_q" + std::to_string(q) + "_ctx" +
-                                     std::to_string(ctx) + (windowed ? "_windowed" : "_unbounded");
-            time_attention("grid", name, sessions, ctx, q, windowed ? win : kv::Window{}, sessions == 16);
+            const std::string name = "s" + std::to_string(sessions) + "_q" + std::to_string(q) +
+                                     "_ctx" + std::to_string(ctx) +
+                                     (windowed ? "_windowed" : "_unbounded");
+            time_attention("grid", name, sessions, ctx, q, windowed ? win : kv::Window{},
+                           sessions == 16);
           }
         }
       }
     }
 
-    // 5. One decoder layer of a named model (attention + cuBLAS GEMMs), 64 sessions, one token each.
+    // 5. One decoder layer of a named model (attention + cuBLAS GEMMs), 64 sessions, one token
+    // each.
     for (const char* model : {"qwen2.5-omni-7b", "qwen3-omni-30b-a3b"}) {
       for (bool windowed : {false, true}) {
         mk::BatchComposition b;
@@ -388,27 +419,34 @@ int main(int argc, char** argv) {
     }
 
     // Table and JSON.
-    std::printf("device: %s, %d SMs, L2 %.0f MB\n", dev.name.c_str(), dev.sms, static_cast<double>(dev.l2) / 1e6);
-    std::printf("%-8s %-44s %9s %9s %7s %6s %9s\n", "group", "name", "ms", "GB/s", "%copy", "splits", "rel_err");
+    std::printf("device: %s, %d SMs, L2 %.0f MB\n", dev.name.c_str(), dev.sms,
+                static_cast<double>(dev.l2) / 1e6);
+    std::printf("%-8s %-44s %9s %9s %7s %6s %9s\n", "group", "name", "ms", "GB/s", "%copy",
+                "splits", "rel_err");
     for (const Row& r : rows) {
-      std::printf("%-8s %-44s %9.4f %9.1f %6.1f%% %6d %9.2e\n", r.group.c_str(), r.name.c_str(), r.ms, r.gbps,
-                  100 * r.frac_copy, r.splits, r.err);
+      std::printf("%-8s %-44s %9.4f %9.1f %6.1f%% %6d %9.2e\n", r.group.c_str(), r.name.c_str(),
+                  r.ms, r.gbps, 100 * r.frac_copy, r.splits, r.err);
     }
     if (!json_path.empty()) {
       std::ofstream f(json_path);
-      f << "{\"device\": \"" << json_escape(dev.name) << "\", \"sms\": " << dev.sms << ", \"l2_bytes\": " << dev.l2
-        << ", \"copy_gbps\": " << copy_gbps << ", \"warmup\": " << warm << ", \"reps\": " << reps << ", \"rows\": [\n";
+      f << "{\"device\": \"" << json_escape(dev.name) << "\", \"sms\": " << dev.sms
+        << ", \"l2_bytes\": " << dev.l2 << ", \"copy_gbps\": " << copy_gbps
+        << ", \"warmup\": " << warm << ", \"reps\": " << reps << ", \"rows\": [\n";
       for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
-        f << "  {\"group\": \"" << r.group << "\", \"name\": \"" << r.name << "\", \"sessions\": " << r.sessions
-          << ", \"ctx\": " << r.ctx << ", \"q\": " << r.q << ", \"window\": \"" << r.window << "\", \"ms\": " << r.ms
-          << ", \"gbps\": " << r.gbps << ", \"frac_copy\": " << r.frac_copy << ", \"splits\": " << r.splits
-          << ", \"rel_err\": " << (r.err >= 0 || std::isnan(r.err) ? (std::isnan(r.err) ? std::string("null") : std::to_string(r.err)) : std::string("null"))
+        f << "  {\"group\": \"" << r.group << "\", \"name\": \"" << r.name
+          << "\", \"sessions\": " << r.sessions << ", \"ctx\": " << r.ctx << ", \"q\": " << r.q
+          << ", \"window\": \"" << r.window << "\", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps
+          << ", \"frac_copy\": " << r.frac_copy << ", \"splits\": " << r.splits << ", \"rel_err\": "
+          << (r.err >= 0 || std::isnan(r.err)
+                  ? (std::isnan(r.err) ? std::string("null") : std::to_string(r.err))
+                  : std::string("null"))
           << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
       }
       f << "]}\n";
     }
-    if (failed) std::fprintf(stderr, "metronome_kernel_bench: a correctness check after timing FAILED\n");
+    if (failed)
+      std::fprintf(stderr, "metronome_kernel_bench: a correctness check after timing FAILED\n");
     return failed ? 1 : 0;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "metronome_kernel_bench: %s\n", ex.what());

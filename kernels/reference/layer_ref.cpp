@@ -5,8 +5,8 @@
 
 namespace metronome::kernels::reference {
 
-void linear_ref(std::span<const float> x, std::span<const float> w, int32_t m, int32_t n,
-                int32_t k, std::span<float> y) {
+void linear_ref(std::span<const float> x, std::span<const float> w, int32_t m, int32_t n, int32_t k,
+                std::span<float> y) {
   const size_t mk = static_cast<size_t>(m) * k, nk = static_cast<size_t>(n) * k;
   if (x.size() < mk || w.size() < nk || y.size() < static_cast<size_t>(m) * n) {
     throw std::invalid_argument("linear_ref: spans too small");

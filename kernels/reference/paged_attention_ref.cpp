@@ -8,8 +8,7 @@
 
 namespace metronome::kernels::reference {
 
-HostKvCache::HostKvCache(int32_t num_blocks, int32_t block_size, int32_t kv_heads,
-                         int32_t head_dim)
+HostKvCache::HostKvCache(int32_t num_blocks, int32_t block_size, int32_t kv_heads, int32_t head_dim)
     : num_blocks_(num_blocks), block_size_(block_size), kv_heads_(kv_heads), head_dim_(head_dim) {
   if (num_blocks < 0 || block_size < 1 || kv_heads < 1 || head_dim < 1) {
     throw std::invalid_argument("HostKvCache: bad shape");
@@ -135,7 +134,8 @@ void paged_attention_ref(PagedKv<const float> kv, const FrameBatch& batch, kv::W
             for (int32_t x = 0; x < d; ++x) acc[static_cast<size_t>(x)] += w * vrow[j][x];
           }
           float* o = out.data() + (t * shape.q_heads + h) * d;
-          for (int32_t x = 0; x < d; ++x) o[x] = static_cast<float>(acc[static_cast<size_t>(x)] / sum);
+          for (int32_t x = 0; x < d; ++x)
+            o[x] = static_cast<float>(acc[static_cast<size_t>(x)] / sum);
         }
       }
     }
@@ -171,7 +171,8 @@ void masked_attention_ref(std::span<const float> q, std::span<const float> k,
       sum += w;
       for (int32_t x = 0; x < d; ++x) acc[static_cast<size_t>(x)] += w * v[j * d + x];
     }
-    for (int32_t x = 0; x < d; ++x) out[i * d + x] = static_cast<float>(acc[static_cast<size_t>(x)] / sum);
+    for (int32_t x = 0; x < d; ++x)
+      out[i * d + x] = static_cast<float>(acc[static_cast<size_t>(x)] / sum);
   }
 }
 

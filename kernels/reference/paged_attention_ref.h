@@ -1,8 +1,9 @@
 // CPU references (plain C++, double accumulation) for the paged-KV kernels: append and attention.
 //
 // They are the ground truth of the GPU tests and, through HostKvCache, the attention of the CPU
-// real-time engine, so they are written to be read first and to be reasonably fast second: attention
-// loops only over the keys a query can see (sinks, then the window), never over the whole context.
+// real-time engine, so they are written to be read first and to be reasonably fast second:
+// attention loops only over the keys a query can see (sinks, then the window), never over the whole
+// context.
 //
 // Formula, per session s, new query i (position p = seq_len - q_len + i), query head h, KV head
 // g = h / (q_heads / kv_heads):

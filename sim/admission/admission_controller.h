@@ -1,8 +1,8 @@
 // Admission control: how many sessions the engine admits at once. A caller arriving while the
-// number of admitted (live) sessions is at the cap is rejected (a busy signal) and counted; sessions
-// already admitted are never evicted by the controller. Controllers that learn the cap online see one
-// ControlSignal per control interval (admission.interval_s); chosen by admission.type through
-// make_admission_controller(), one file per policy.
+// number of admitted (live) sessions is at the cap is rejected (a busy signal) and counted;
+// sessions already admitted are never evicted by the controller. Controllers that learn the cap
+// online see one ControlSignal per control interval (admission.interval_s); chosen by
+// admission.type through make_admission_controller(), one file per policy.
 #pragma once
 
 #include <cstdint>

@@ -24,8 +24,10 @@ Run add_capacity(CLI::App& app) {
                   "Fraction of the deadline the p95 latency must stay under (default: the "
                   "scenario's admission.high_fraction, 0.9)")
       ->check(CLI::Range(1e-6, 1e3));
-  cmd->add_option("--probe-s", o->probe_s, "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
-                  "time to fill S + W; unbounded, the call length within the horizon)")
+  cmd->add_option(
+         "--probe-s", o->probe_s,
+         "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
+         "time to fill S + W; unbounded, the call length within the horizon)")
       ->check(CLI::Range(0.0, 1e6));
   return [o]() {
     const Scenario s = o->scenario.load();

@@ -1,9 +1,8 @@
 // Each subcommand registers itself on the app and returns the function that runs it.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace metronome::cli {
 
@@ -15,6 +14,6 @@ Run add_sweep(CLI::App& app);
 Run add_sweep_merge(CLI::App& app);
 Run add_capacity(CLI::App& app);
 std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // calibrate/calibrate_command.cpp
-Run add_replay(CLI::App& app);                            // replay/replay_command.cpp
+Run add_replay(CLI::App& app);                           // replay/replay_command.cpp
 
 }  // namespace metronome::cli

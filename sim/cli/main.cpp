@@ -9,10 +9,10 @@ int main(int argc, char** argv) {
   using namespace metronome;
   CLI::App app{
       "metronome " + version_string() +
-      ": simulate real-time sessions (audio frames every T seconds) on a serving engine with a "
-      "paged KV block pool, and predict when unbounded per-session KV fills it (the cliff) or "
-      "how windowed KV with attention sinks bounds it (the ramp).\n"
-      "Times are in seconds, sizes in bytes or tokens, unless an option says otherwise.",
+          ": simulate real-time sessions (audio frames every T seconds) on a serving engine with a "
+          "paged KV block pool, and predict when unbounded per-session KV fills it (the cliff) or "
+          "how windowed KV with attention sinks bounds it (the ramp).\n"
+          "Times are in seconds, sizes in bytes or tokens, unless an option says otherwise.",
       "metronome"};
   app.set_version_flag("--version", version_string());
   app.require_subcommand(1);

@@ -1,11 +1,10 @@
 // The options every scenario-driven subcommand shares: --scenario, --set, --seed, --json.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "sim/scenario.h"
 

@@ -29,8 +29,9 @@ Run add_simulate(CLI::App& app) {
   cmd->add_option("--out", o->out,
                   "Directory for summary.json, timeseries.csv (one row per output.sample_period_s "
                   "seconds) and the resolved scenario.json; created if missing");
-  cmd->add_option("--trace", o->trace,
-                  "Write a Chrome/Perfetto trace (JSON) of engine steps, stalls and pool occupancy");
+  cmd->add_option(
+      "--trace", o->trace,
+      "Write a Chrome/Perfetto trace (JSON) of engine steps, stalls and pool occupancy");
   return [o]() {
     const Scenario s = o->scenario.load();
     const auto prediction = predict_first_order(s);

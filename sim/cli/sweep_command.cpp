@@ -81,7 +81,8 @@ Run add_sweep(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--scenario", o->scenario, "Base scenario JSON (default: the built-in default)");
-  cmd->add_option("--set", o->sets, "Override one field of the base scenario, KEY=VALUE; repeatable")
+  cmd->add_option("--set", o->sets,
+                  "Override one field of the base scenario, KEY=VALUE; repeatable")
       ->type_name("KEY=VALUE");
   cmd->add_option("--grid", o->grid,
                   "One grid axis, KEY=V1,V2,... (values JSON where they parse); repeatable, the "
@@ -93,8 +94,9 @@ Run add_sweep(CLI::App& app) {
   cmd->add_option("--out", o->out, "Output directory (created)")->required();
   cmd->add_option("-j,--jobs", o->jobs, "Parallel runs (default: all hardware threads)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--shard", o->shard,
-                  "I/N: run only runs with run % N == I (for job arrays); combine with sweep-merge");
+  cmd->add_option(
+      "--shard", o->shard,
+      "I/N: run only runs with run % N == I (for job arrays); combine with sweep-merge");
   cmd->add_flag("--mpi", o->mpi,
                 "Under mpirun: rank I of N runs shard I/N into OUT/.rank-I, then rank 0 merges the "
                 "shards into OUT (the single-process result, byte for byte) and removes them. OUT "

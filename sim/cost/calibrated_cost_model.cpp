@@ -1,10 +1,10 @@
 #include "sim/cost/calibrated_cost_model.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "sim/config_error.h"
 #include "sim/json_section.h"
@@ -46,11 +46,16 @@ double TermModel::experts_touched(int64_t tokens) const {
 
 double term_feature(CostTerm t, const PassShape& s, const TermModel& m) {
   switch (t) {
-    case CostTerm::kFixed: return 1.0;
-    case CostTerm::kSessions: return static_cast<double>(s.sessions);
-    case CostTerm::kQueryTokens: return static_cast<double>(s.query_tokens);
-    case CostTerm::kKvReadTokens: return static_cast<double>(s.kv_read_tokens);
-    case CostTerm::kQkPairs: return s.qk_pairs;
+    case CostTerm::kFixed:
+      return 1.0;
+    case CostTerm::kSessions:
+      return static_cast<double>(s.sessions);
+    case CostTerm::kQueryTokens:
+      return static_cast<double>(s.query_tokens);
+    case CostTerm::kKvReadTokens:
+      return static_cast<double>(s.kv_read_tokens);
+    case CostTerm::kQkPairs:
+      return s.qk_pairs;
     case CostTerm::kExpertLayers:
       return static_cast<double>(m.layers) * m.experts_touched(s.query_tokens);
   }
@@ -75,9 +80,10 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
   }
   const int64_t version = top.integer("schema_version", std::nullopt, 0, 1'000'000);
   if (version != kCalibrationSchemaVersion) {
-    throw ConfigError(fmt::format("{}: schema_version: this build reads version {}, the file is "
-                                  "version {}; regenerate it with `metronome calibrate fit`",
-                                  source, kCalibrationSchemaVersion, version));
+    throw ConfigError(
+        fmt::format("{}: schema_version: this build reads version {}, the file is "
+                    "version {}; regenerate it with `metronome calibrate fit`",
+                    source, kCalibrationSchemaVersion, version));
   }
   c.measured = top.boolean("measured", false);
   if (!top.has("measured")) top.fail("measured", "true or false");
@@ -94,7 +100,8 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
     c.model.layers = m.integer("layers", std::nullopt, 1, 100000);
     c.model.experts = m.integer("experts", 0, 0, 100000);
     c.model.experts_active = m.integer("experts_active", 0, 0, 100000);
-    if (c.model.experts > 0 && (c.model.experts_active < 1 || c.model.experts_active > c.model.experts)) {
+    if (c.model.experts > 0 &&
+        (c.model.experts_active < 1 || c.model.experts_active > c.model.experts)) {
       m.fail("experts_active", "between 1 and experts for an MoE model");
     }
     m.finish();
@@ -120,7 +127,8 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
     c.heldout_median_ape = f.in_range("heldout_median_ape", std::nullopt, 0, 1e300);
     c.heldout_max_ape = f.in_range("heldout_max_ape", std::nullopt, 0, 1e300);
     const nlohmann::json& terms = f.raw("terms");
-    if (!terms.is_array() || terms.empty()) f.fail("terms", "a non-empty array of {name, coefficient}");
+    if (!terms.is_array() || terms.empty())
+      f.fail("terms", "a non-empty array of {name, coefficient}");
     std::vector<bool> seen(kAllCostTerms.size(), false);
     for (size_t i = 0; i < terms.size(); ++i) {
       const std::string where = f.field("terms") + "[" + std::to_string(i) + "]";
@@ -129,7 +137,8 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
       const std::string name = t.string("name", std::nullopt);
       CalibrationTerm ct{};
       if (!term_from_name(name, ct.term)) {
-        t.fail("name", "one of fixed, sessions, query_tokens, kv_read_tokens, qk_pairs, expert_layers");
+        t.fail("name",
+               "one of fixed, sessions, query_tokens, kv_read_tokens, qk_pairs, expert_layers");
       }
       if (seen[static_cast<size_t>(ct.term)]) t.fail("name", "each term once");
       seen[static_cast<size_t>(ct.term)] = true;
@@ -138,7 +147,8 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
       const std::string unit = t.string("unit", std::string(term_unit(ct.term)));
       if (unit != term_unit(ct.term)) t.fail("unit", "\"" + std::string(term_unit(ct.term)) + "\"");
       t.finish();
-      if (ct.term == CostTerm::kExpertLayers && c.model.experts == 0 && ct.coefficient != 0 && !ct.dropped) {
+      if (ct.term == CostTerm::kExpertLayers && c.model.experts == 0 && ct.coefficient != 0 &&
+          !ct.dropped) {
         t.fail("name", "no expert_layers term for a dense model (model.experts is 0)");
       }
       c.terms.push_back(ct);
@@ -174,12 +184,14 @@ double CalibratedCostModel::pass_seconds(const PassShape& s) const {
 
 std::string CalibratedCostModel::label() const {
   if (!c_.measured) return fmt::format("analytic: {} (calibration file {})", c_.label, c_.source);
-  const std::string what = c_.backend == "cpu"
-                               ? fmt::format("CPU reference kernels on {} (a CPU, not a GPU)", c_.device_name)
-                               : fmt::format("GPU {}{}", c_.device_name,
-                                             c_.driver.empty() ? "" : ", driver " + c_.driver);
+  const std::string what =
+      c_.backend == "cpu"
+          ? fmt::format("CPU reference kernels on {} (a CPU, not a GPU)", c_.device_name)
+          : fmt::format("GPU {}{}", c_.device_name,
+                        c_.driver.empty() ? "" : ", driver " + c_.driver);
   return fmt::format("measured: {}, {} ({}), R2 {:.4f}, held-out median {:.1f}% max {:.1f}%", what,
-                     c_.source, c_.date, c_.r2, 100 * c_.heldout_median_ape, 100 * c_.heldout_max_ape);
+                     c_.source, c_.date, c_.r2, 100 * c_.heldout_median_ape,
+                     100 * c_.heldout_max_ape);
 }
 
 }  // namespace metronome

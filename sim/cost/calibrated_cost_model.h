@@ -12,19 +12,18 @@
 // The simulator reads the file, never a kernel library.
 //
 // File schema (schema_version 1, JSON object):
-//   kind "metronome.calibration", schema_version 1, measured (bool), backend "gpu"|"cpu"|"analytic",
-//   label, date (ISO 8601), model {name, layers, experts, experts_active},
+//   kind "metronome.calibration", schema_version 1, measured (bool), backend
+//   "gpu"|"cpu"|"analytic", label, date (ISO 8601), model {name, layers, experts, experts_active},
 //   device {name, driver, cuda_runtime}, source {...}, grid {...},
 //   fit {method, terms [{name, coefficient, unit, dropped}], r2, train_points, heldout_points,
 //        heldout_median_ape, heldout_max_ape, warnings [...]}, points [...]
 #pragma once
 
 #include <array>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/cost/cost_model.h"
 

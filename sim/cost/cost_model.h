@@ -12,10 +12,10 @@ struct Scenario;
 
 // One forward pass over a continuous batch. Sums over the sessions in the batch.
 struct PassShape {
-  int64_t sessions = 0;        // sessions with at least one query token
-  int64_t query_tokens = 0;    // tokens computed this pass (prefill of a frame: tens; decode: 1 each)
+  int64_t sessions = 0;      // sessions with at least one query token
+  int64_t query_tokens = 0;  // tokens computed this pass (prefill of a frame: tens; decode: 1 each)
   int64_t kv_read_tokens = 0;  // cached keys read, once per session per pass (flash-style)
-  double qk_pairs = 0;         // query-key products: attention FLOPs are 4 x layers x heads x d x this
+  double qk_pairs = 0;  // query-key products: attention FLOPs are 4 x layers x heads x d x this
 };
 
 class CostModel {

@@ -28,8 +28,9 @@ double RooflineCostModel::pass_bytes(const PassShape& s) const {
 
 double RooflineCostModel::pass_flops(const PassShape& s) const {
   const double gemm = 2.0 * model_.active_params_per_token() * static_cast<double>(s.query_tokens);
-  const double attn = 4.0 * static_cast<double>(model_.layers * model_.attention_heads *
-                                                model_.head_dim) * s.qk_pairs;
+  const double attn =
+      4.0 * static_cast<double>(model_.layers * model_.attention_heads * model_.head_dim) *
+      s.qk_pairs;
   return gemm + attn;
 }
 

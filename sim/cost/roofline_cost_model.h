@@ -16,7 +16,8 @@ class RooflineCostModel final : public CostModel {
   std::string label() const override;
   bool measured() const override { return false; }
 
-  // Bytes a pass reads: dense weights, the experts its tokens touch, cached KV read, new KV written.
+  // Bytes a pass reads: dense weights, the experts its tokens touch, cached KV read, new KV
+  // written.
   double pass_bytes(const PassShape& shape) const;
   double pass_flops(const PassShape& shape) const;
   // Expected distinct experts per layer touched by `tokens` tokens routed uniformly top-k:

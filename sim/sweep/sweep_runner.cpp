@@ -1,5 +1,7 @@
 #include "sim/sweep/sweep_runner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -12,8 +14,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "sim/config_error.h"
 #include "sim/engine.h"
@@ -41,7 +41,9 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
   s.seed = spec.seed_of(run);
   const RunResult r = simulate(s);
   const auto p = cached ? *cached : predict_first_order(s);
-  const auto frac = [](int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; };
+  const auto frac = [](int64_t a, int64_t b) {
+    return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+  };
   ojson row;
   row["run"] = run;
   row["point"] = spec.point_of(run);
@@ -86,7 +88,9 @@ std::vector<double> column(const std::vector<ojson>& rows, const char* key) {
   return v;
 }
 
-ojson stat(const std::vector<double>& v, double q) { return v.empty() ? ojson(nullptr) : ojson(quantile(v, q)); }
+ojson stat(const std::vector<double>& v, double q) {
+  return v.empty() ? ojson(nullptr) : ojson(quantile(v, q));
+}
 ojson mean(const std::vector<double>& v) {
   if (v.empty()) return nullptr;
   double s = 0;
@@ -178,7 +182,8 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
   meta["runs_written"] = static_cast<int64_t>(rows.size());
   meta["complete"] = complete;
   write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
-  write_whole(dir + "/scenario.json", to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n");
+  write_whole(dir + "/scenario.json",
+              to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n");
   if (!with_aggregate) return;
   // Aggregate every point whose seeds are all present.
   const auto nseeds = static_cast<size_t>(spec.seeds.size());
@@ -242,9 +247,10 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
   a["t_sat_p5_s"] = stat(stall, 0.05);
   a["t_sat_p95_s"] = stat(stall, 0.95);
   a["t_sat_predicted_mean_s"] = mean(pred);
-  a["t_sat_error_of_mean"] = stall.empty() || pred.empty()
-                                 ? ojson(nullptr)
-                                 : ojson(mean(stall).get<double>() / mean(pred).get<double>() - 1.0);
+  a["t_sat_error_of_mean"] =
+      stall.empty() || pred.empty()
+          ? ojson(nullptr)
+          : ojson(mean(stall).get<double>() / mean(pred).get<double>() - 1.0);
   const auto nstar = column(rows, "n_star");
   a["n_star_median"] = stat(nstar, 0.5);
   a["n_star_p5"] = stat(nstar, 0.05);
@@ -254,7 +260,8 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
   const auto tp99 = column(rows, "true_p99_s");
   a["reported_p50_median_s"] = stat(rp50, 0.5);
   a["reported_p99_median_s"] = stat(rp99, 0.5);
-  a["true_p99_median_s"] = static_cast<int64_t>(tp99.size()) * 2 > n ? stat(tp99, 0.5) : ojson(nullptr);
+  a["true_p99_median_s"] =
+      static_cast<int64_t>(tp99.size()) * 2 > n ? stat(tp99, 0.5) : ojson(nullptr);
   a["true_p99_censored_runs"] = n - static_cast<int64_t>(tp99.size());
   a["silent_frame_fraction_mean"] = mean(column(rows, "silent_frame_fraction"));
   a["sessions_rejected_mean"] = mean(column(rows, "sessions_rejected"));
@@ -281,7 +288,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   RowWriter writer(o.out_dir);
 
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int jobs = std::max(1, std::min<int>(o.jobs > 0 ? o.jobs : hw, static_cast<int>(std::max<size_t>(1, mine.size()))));
+  const int jobs = std::max(1, std::min<int>(o.jobs > 0 ? o.jobs : hw,
+                                             static_cast<int>(std::max<size_t>(1, mine.size()))));
   std::vector<std::optional<ojson>> done(mine.size());
   std::mutex m;
   std::condition_variable cv;
@@ -346,7 +354,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   out.planned = static_cast<int64_t>(mine.size());
   out.written = static_cast<int64_t>(written.size());
   out.complete = out.written == out.planned;
-  write_summary_files(spec, o.out_dir, o.shard, out.planned, written, out.complete, o.shard.count == 1);
+  write_summary_files(spec, o.out_dir, o.shard, out.planned, written, out.complete,
+                      o.shard.count == 1);
   return out;
 }
 
@@ -399,8 +408,10 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
   spec.seeds = (*spec_json)["seeds"].get<std::vector<uint64_t>>();
   for (int64_t r = 0; r < spec.runs(); ++r) {
     if (!rows.count(r)) {
-      throw ConfigError(fmt::format("sweep-merge: run {} of {} is missing (a shard not given, or "
-                                    "interrupted)", r, spec.runs()));
+      throw ConfigError(
+          fmt::format("sweep-merge: run {} of {} is missing (a shard not given, or "
+                      "interrupted)",
+                      r, spec.runs()));
     }
   }
   std::filesystem::create_directories(out_dir);

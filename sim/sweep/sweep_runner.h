@@ -12,10 +12,9 @@
 #pragma once
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/sweep/sweep_spec.h"
 

@@ -166,13 +166,15 @@ SweepSpec load_sweep_file(const std::string& path) {
     } else if (k == "grid") {
       if (v.is_object()) {
         for (const auto& [key, vals] : v.items()) {
-          if (!vals.is_array() || vals.empty()) throw ConfigError(path + ": grid." + key + ": expected a non-empty array");
+          if (!vals.is_array() || vals.empty())
+            throw ConfigError(path + ": grid." + key + ": expected a non-empty array");
           s.axes.push_back({key, std::vector<nlohmann::json>(vals.begin(), vals.end())});
         }
       } else if (v.is_array()) {
         for (const auto& ax : v) {
-          if (!ax.is_object() || !ax.contains("key") || !ax["key"].is_string() || !ax.contains("values") ||
-              !ax["values"].is_array() || ax["values"].empty() || ax.size() != 2) {
+          if (!ax.is_object() || !ax.contains("key") || !ax["key"].is_string() ||
+              !ax.contains("values") || !ax["values"].is_array() || ax["values"].empty() ||
+              ax.size() != 2) {
             throw ConfigError(path + ": grid: expected [{\"key\": \"a.b\", \"values\": [..]}, ..]");
           }
           s.axes.push_back({ax["key"].get<std::string>(),
@@ -188,7 +190,8 @@ SweepSpec load_sweep_file(const std::string& path) {
         s.seeds = parse_seeds(std::to_string(v.get<uint64_t>()));
       } else if (v.is_array()) {
         for (const auto& x : v) {
-          if (!x.is_number_unsigned()) throw ConfigError(path + ": seeds: expected non-negative integers");
+          if (!x.is_number_unsigned())
+            throw ConfigError(path + ": seeds: expected non-negative integers");
           s.seeds.push_back(x.get<uint64_t>());
         }
       } else {

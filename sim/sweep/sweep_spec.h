@@ -4,10 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/scenario.h"
 
@@ -27,8 +26,8 @@ struct Shard {
 };
 
 struct SweepSpec {
-  std::string scenario;            // scenario file ("" = built-in default)
-  std::vector<std::string> sets;   // applied to every point before the grid
+  std::string scenario;           // scenario file ("" = built-in default)
+  std::vector<std::string> sets;  // applied to every point before the grid
   std::vector<GridAxis> axes;
   std::vector<uint64_t> seeds;
 

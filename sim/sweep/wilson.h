@@ -1,6 +1,7 @@
 // The Wilson score interval for a binomial proportion: k successes in n trials, z standard normal
 // quantile (1.96 for 95%):
-//   centre = (p + z^2 / 2n) / (1 + z^2 / n),  half = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2 / n)
+//   centre = (p + z^2 / 2n) / (1 + z^2 / n),  half = z sqrt(p (1 - p) / n + z^2 / 4n^2) / (1 + z^2
+//   / n)
 // Unlike p +- z sqrt(p(1-p)/n) it stays inside [0, 1] and is not degenerate at k = 0 or k = n.
 #pragma once
 

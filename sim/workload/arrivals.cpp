@@ -3,7 +3,8 @@
 namespace metronome {
 namespace {
 
-// N callers at the same instant: the worst case for a shared pool, and the first-order model's form.
+// N callers at the same instant: the worst case for a shared pool, and the first-order model's
+// form.
 class AllAtOnce final : public ArrivalProcess {
  public:
   explicit AllAtOnce(const ArrivalConfig& c) : left_(c.sessions), at_(from_seconds(c.start_s)) {}

@@ -77,7 +77,8 @@ TEST(CalibrationFile, AnalyticFileTracksTheRooflineItCameFrom) {
   const RooflineCostModel roofline(s.model, s.gpu, 0.0);
   // Decode of a 7B model is bandwidth-bound everywhere on this grid, where the roofline is linear.
   const PassShape decode = step_pass_shape({BenchKind::kStep, 64, 1, 2048, -1, 0});
-  EXPECT_NEAR(c.seconds(decode), roofline.pass_seconds(decode), 0.03 * roofline.pass_seconds(decode));
+  EXPECT_NEAR(c.seconds(decode), roofline.pass_seconds(decode),
+              0.03 * roofline.pass_seconds(decode));
 }
 
 TEST(CalibrationFile, RejectsSchemaVersionMismatch) {
@@ -154,7 +155,8 @@ TEST(CalibratedScenario, FileIsRelativeToTheScenarioAndModelMustMatch) {
     make_cost_model(other);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("calibrates model \"tiny\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("calibrates model \"tiny\""), std::string::npos)
+        << e.what();
   }
   // A missing file is named.
   const Scenario missing = load_scenario(path, {"cost_model.file=/nonexistent/cal.json"});
@@ -168,7 +170,8 @@ TEST(CalibratedScenario, FileIsRelativeToTheScenarioAndModelMustMatch) {
 
 TEST(CalibratedScenario, CalibratedTypeNeedsAFile) {
   EXPECT_THROW(load_scenario("", {"cost_model.type=calibrated"}), ConfigError);
-  EXPECT_THROW(load_scenario("", {"cost_model.type=calibrated", "cost_model.file=\"\""}), ConfigError);
+  EXPECT_THROW(load_scenario("", {"cost_model.type=calibrated", "cost_model.file=\"\""}),
+               ConfigError);
 }
 
 }  // namespace

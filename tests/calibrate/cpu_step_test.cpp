@@ -1,11 +1,12 @@
 // The CPU benchmark backend: model shapes agree with the scenario catalog, steps run and stay
 // finite, grids are well formed.
+#include "calibrate/cpu_step.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "calibrate/bench_model.h"
-#include "calibrate/cpu_step.h"
 #include "calibrate/grid.h"
 #include "calibrate/pipeline.h"
 
@@ -51,9 +52,9 @@ TEST(Grid, NamedGridsAreUniqueAndHaveEnoughStepPoints) {
 
 TEST(CpuStep, RunsEveryKindAndStaysFinite) {
   const auto tiny = *bench_model("tiny");
-  for (GridPoint p : {GridPoint{BenchKind::kStep, 3, 4, 40, -1, 0},
-                      GridPoint{BenchKind::kStep, 2, 1, 300, 32, 4},
-                      GridPoint{BenchKind::kStep, 1, 1, 0, -1, 0}}) {
+  for (GridPoint p :
+       {GridPoint{BenchKind::kStep, 3, 4, 40, -1, 0}, GridPoint{BenchKind::kStep, 2, 1, 300, 32, 4},
+        GridPoint{BenchKind::kStep, 1, 1, 0, -1, 0}}) {
     CpuStep step(tiny, p);
     EXPECT_EQ(step.total_q(), p.sessions * p.q_len);
     step.run();

@@ -25,19 +25,25 @@ struct Truth {
   }
   double of(CostTerm t) const {
     switch (t) {
-      case CostTerm::kFixed: return fixed;
-      case CostTerm::kSessions: return sessions;
-      case CostTerm::kQueryTokens: return query_tokens;
-      case CostTerm::kKvReadTokens: return kv_read_tokens;
-      case CostTerm::kQkPairs: return qk_pairs;
-      case CostTerm::kExpertLayers: return expert_layers;
+      case CostTerm::kFixed:
+        return fixed;
+      case CostTerm::kSessions:
+        return sessions;
+      case CostTerm::kQueryTokens:
+        return query_tokens;
+      case CostTerm::kKvReadTokens:
+        return kv_read_tokens;
+      case CostTerm::kQkPairs:
+        return qk_pairs;
+      case CostTerm::kExpertLayers:
+        return expert_layers;
     }
     return 0;
   }
 };
 
-std::vector<FitSample> synthetic(const Grid& g, const Truth& truth, const TermModel& m, double noise,
-                                 uint64_t seed) {
+std::vector<FitSample> synthetic(const Grid& g, const Truth& truth, const TermModel& m,
+                                 double noise, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-noise, noise);
   std::vector<FitSample> out;
@@ -107,7 +113,8 @@ TEST(Fit, DeviceGridIdentifiesEveryTerm) {
     for (const auto& t : r.terms) {
       const bool dominant = t.term == CostTerm::kQueryTokens || t.term == CostTerm::kKvReadTokens ||
                             t.term == CostTerm::kFixed;
-      const double tol = dominant ? 0.02 : (t.term == CostTerm::kSessions && m.experts ? 0.20 : 0.10);
+      const double tol =
+          dominant ? 0.02 : (t.term == CostTerm::kSessions && m.experts ? 0.20 : 0.10);
       EXPECT_NEAR(t.coefficient, truth.of(t.term), tol * truth.of(t.term))
           << term_name(t.term) << " experts " << m.experts;
     }
@@ -119,7 +126,8 @@ TEST(Fit, ExactDataGivesExactCoefficientsAndPerfectScores) {
   const TermModel dense{2, 0, 0};
   const auto samples = synthetic(*find_grid("cpu"), Truth{}, dense, 0.0, 1);
   const FitResult r = fit_cost_model(samples, dense, {});
-  for (const auto& t : r.terms) EXPECT_NEAR(t.coefficient, Truth{}.of(t.term), 1e-9 * Truth{}.of(t.term));
+  for (const auto& t : r.terms)
+    EXPECT_NEAR(t.coefficient, Truth{}.of(t.term), 1e-9 * Truth{}.of(t.term));
   EXPECT_NEAR(r.r2, 1.0, 1e-12);
   EXPECT_LT(r.heldout_max_ape, 1e-9);
   for (double p : r.predicted) EXPECT_TRUE(std::isfinite(p));
@@ -148,7 +156,8 @@ TEST(Fit, RefusesTermsTheGridCannotSeparate) {
   const TermModel dense{2, 0, 0};
   const auto samples = synthetic(g, Truth{}, dense, 0.0, 1);
   FitOptions o;
-  o.terms = {CostTerm::kFixed, CostTerm::kSessions, CostTerm::kQueryTokens, CostTerm::kKvReadTokens};
+  o.terms = {CostTerm::kFixed, CostTerm::kSessions, CostTerm::kQueryTokens,
+             CostTerm::kKvReadTokens};
   EXPECT_THROW(fit_cost_model(samples, dense, o), FitError);
   o.terms = {CostTerm::kFixed, CostTerm::kQueryTokens, CostTerm::kKvReadTokens};
   EXPECT_NO_THROW(fit_cost_model(samples, dense, o));
@@ -202,7 +211,8 @@ TEST(Fit, SplitIsDeterministicAndIndependentOfInputOrder) {
   std::reverse(samples.begin(), samples.end());
   const FitResult b = fit_cost_model(samples, dense, {});
   ASSERT_EQ(a.heldout, b.heldout);
-  for (size_t i = 0; i < a.terms.size(); ++i) EXPECT_DOUBLE_EQ(a.terms[i].coefficient, b.terms[i].coefficient);
+  for (size_t i = 0; i < a.terms.size(); ++i)
+    EXPECT_DOUBLE_EQ(a.terms[i].coefficient, b.terms[i].coefficient);
 }
 
 TEST(StepShape, MatchesHandCounts) {

@@ -1,6 +1,6 @@
-// step_shape.h repeats the engine's PassShape formula so that a benchmarked step and a simulated one
-// mean the same shape. This pins the copy: the ingest passes the engine asks a cost model for are
-// exactly step_pass_shape() of the sessions' frame and context.
+// step_shape.h repeats the engine's PassShape formula so that a benchmarked step and a simulated
+// one mean the same shape. This pins the copy: the ingest passes the engine asks a cost model for
+// are exactly step_pass_shape() of the sessions' frame and context.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -38,8 +38,9 @@ TEST(StepShape, MatchesTheEnginesIngestPasses) {
     const Scenario s = load_scenario(
         "", {"model=tiny", "engine.num_blocks=10000",
              "workload.arrival={\"type\":\"all_at_once\",\"sessions\":3}",
-             "workload.duration={\"type\":\"fixed\",\"seconds\":2}", "workload.input_tokens_per_frame=4",
-             "workload.output_tokens_per_frame=1", "workload.kv_tokens_per_frame=5", std::string("kv_policy.type=") + policy,
+             "workload.duration={\"type\":\"fixed\",\"seconds\":2}",
+             "workload.input_tokens_per_frame=4", "workload.output_tokens_per_frame=1",
+             "workload.kv_tokens_per_frame=5", std::string("kv_policy.type=") + policy,
              "kv_policy.window_tokens=24", "kv_policy.sink_tokens=4", "horizon_s=2"});
     RecordingCost cost;
     Engine(s, cost).run();

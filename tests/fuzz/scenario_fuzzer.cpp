@@ -1,7 +1,8 @@
-// libFuzzer target over the scenario loader and the --set parser. The input is a scenario JSON text,
-// optionally followed by a line "--" and one --set assignment per line. Any outcome but success or a
-// ConfigError (a crash, a sanitizer report, another exception, a hang) is a finding. Valid scenarios
-// are also sized, predicted and simulated briefly, so hostile numbers reach the engine.
+// libFuzzer target over the scenario loader and the --set parser. The input is a scenario JSON
+// text, optionally followed by a line "--" and one --set assignment per line. Any outcome but
+// success or a ConfigError (a crash, a sanitizer report, another exception, a hang) is a finding.
+// Valid scenarios are also sized, predicted and simulated briefly, so hostile numbers reach the
+// engine.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t start = 0;
     while (start <= rest.size()) {
       const size_t end = rest.find('\n', start);
-      std::string line = rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      std::string line =
+          rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
       if (!line.empty()) sets.push_back(line);
       if (end == std::string::npos) break;
       start = end + 1;
@@ -31,10 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) j = read_scenario_json("");  // not JSON: fuzz the --set lines on the default
+    if (j.is_discarded())
+      j = read_scenario_json("");  // not JSON: fuzz the --set lines on the default
     if (!j.is_object()) return 0;
     for (const char* key : {"model", "gpu"}) {
-      if (j.contains(key) && j[key].is_string()) apply_set(j, std::string(key) + "=" + j[key].get<std::string>(), "");
+      if (j.contains(key) && j[key].is_string())
+        apply_set(j, std::string(key) + "=" + j[key].get<std::string>(), "");
     }
     for (const auto& s : sets) apply_set(j, s, "");
     Scenario s = parse_scenario(j, "fuzz");

@@ -31,8 +31,8 @@ TEST(BlockPool, RejectsDoubleFreeAndForeignIds) {
 TEST(SessionBlocks, AppendIsAllOrNothing) {
   BlockPool pool(2);
   SessionBlocks s(kv::Window{}, 4);
-  ASSERT_TRUE(s.append(pool, 5));  // 2 blocks
-  EXPECT_FALSE(s.append(pool, 4)); // would need a third
+  ASSERT_TRUE(s.append(pool, 5));   // 2 blocks
+  EXPECT_FALSE(s.append(pool, 4));  // would need a third
   EXPECT_EQ(s.tokens(), 5);
   EXPECT_EQ(s.held_blocks(), 2);
   EXPECT_TRUE(s.append(pool, 3));  // fills the second block exactly
@@ -103,11 +103,13 @@ TEST_P(BlockTableAgreesWithKvWindow, OverManyFrames) {
     for (const int64_t n : frames) {
       const int64_t ctx = s.tokens();
       ASSERT_TRUE(s.append(pool, n));
-      EXPECT_EQ(s.held_blocks(), kv::step_blocks(ctx, n, w, p.block)) << "ctx " << ctx << " n " << n;
+      EXPECT_EQ(s.held_blocks(), kv::step_blocks(ctx, n, w, p.block))
+          << "ctx " << ctx << " n " << n;
       // Every key any query of this frame sees is resident.
       for (int64_t q = ctx; q < ctx + n; ++q) {
         for (int64_t k = 0; k <= q; ++k) {
-          if (kv::key_visible(q, k, w)) ASSERT_GE(s.physical_block(k), 0) << "q " << q << " k " << k;
+          if (kv::key_visible(q, k, w))
+            ASSERT_GE(s.physical_block(k), 0) << "q " << q << " k " << k;
         }
       }
       s.release_outside_window(pool);
@@ -120,8 +122,8 @@ TEST_P(BlockTableAgreesWithKvWindow, OverManyFrames) {
 INSTANTIATE_TEST_SUITE_P(Policies, BlockTableAgreesWithKvWindow,
                          ::testing::Values(Policy{-1, 0, 16}, Policy{0, 0, 16}, Policy{20, 0, 16},
                                            Policy{20, 4, 16}, Policy{33, 17, 16}, Policy{5, 1, 1},
-                                           Policy{50, 3, 7}, Policy{64, 16, 16},
-                                           Policy{100, 0, 3}, Policy{15, 40, 16}));
+                                           Policy{50, 3, 7}, Policy{64, 16, 16}, Policy{100, 0, 3},
+                                           Policy{15, 40, 16}));
 
 TEST(DenseBlockTables, PadsWithMinusOneAndChecksWidth) {
   BlockPool pool(10);

@@ -1,16 +1,16 @@
 // Random frames over a paged KV cache, shared by the CPU and GPU kernel tests.
 //
 // A frame is built the way an engine reaches it: each session's history is appended in frames of
-// random size, interleaved across sessions (so physical blocks interleave), with the windowed policy
-// releasing blocks after each history frame. Then every session appends this frame's tokens. Cache
-// values are random and rounded to the kernel dtype so that CPU and GPU see identical inputs.
+// random size, interleaved across sessions (so physical blocks interleave), with the windowed
+// policy releasing blocks after each history frame. Then every session appends this frame's tokens.
+// Cache values are random and rounded to the kernel dtype so that CPU and GPU see identical inputs.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/block_table.h"
@@ -73,8 +73,8 @@ inline Frame make_frame(const FrameSpec& spec) {
   int64_t blocks = 0;
   for (const auto& s : spec.sessions) blocks += kv::ceil_div(s.ctx + s.q_len, bs);
   f.pool = BlockPool(static_cast<int32_t>(blocks));
-  f.cache_before = reference::HostKvCache(static_cast<int32_t>(blocks), bs, spec.kv_heads,
-                                          spec.head_dim);
+  f.cache_before =
+      reference::HostKvCache(static_cast<int32_t>(blocks), bs, spec.kv_heads, spec.head_dim);
   const size_t row = static_cast<size_t>(spec.kv_heads) * spec.head_dim;
   for (size_t i = 0; i < spec.sessions.size(); ++i) f.sessions.emplace_back(spec.window, bs);
 

@@ -34,10 +34,10 @@ std::string gpu_missing() {
   return {};
 }
 
-#define REQUIRE_GPU()                                                       \
-  do {                                                                      \
-    static const std::string why = gpu_missing();                           \
-    if (!why.empty()) GTEST_SKIP() << "GPU test skipped: " << why;          \
+#define REQUIRE_GPU()                                              \
+  do {                                                             \
+    static const std::string why = gpu_missing();                  \
+    if (!why.empty()) GTEST_SKIP() << "GPU test skipped: " << why; \
   } while (0)
 
 // Device buffer, freed on scope exit.
@@ -48,7 +48,9 @@ struct Dev {
   ~Dev() { cudaFree(p); }
   Dev(const Dev&) = delete;
   template <typename T>
-  T* as() const { return static_cast<T*>(p); }
+  T* as() const {
+    return static_cast<T*>(p);
+  }
 };
 template <typename T>
 std::unique_ptr<Dev> upload(const std::vector<T>& v) {
@@ -300,7 +302,8 @@ class LinearGpu : public ::testing::TestWithParam<GemmCase> {};
 TEST_P(LinearGpu, MatchesReference) {
   REQUIRE_GPU();
   const auto [m, n, k, dt] = GetParam();
-  const auto x = random_rounded(size_t(m) * k, 11 + m, dt), w = random_rounded(size_t(n) * k, 12 + n, dt);
+  const auto x = random_rounded(size_t(m) * k, 11 + m, dt),
+             w = random_rounded(size_t(n) * k, 12 + n, dt);
   std::vector<float> ref(size_t(m) * n);
   reference::linear_ref(x, w, m, n, k, ref);
   auto dx = upload(to_bits(x, dt)), dw = upload(to_bits(w, dt));

@@ -53,8 +53,8 @@ TEST(PagedAttentionRef, HandComputedWindowAndSink) {
 
 TEST(PagedAttentionRef, ScaleEntersTheExponent) {
   TwoKeys t;
-  reference::paged_attention_ref(std::as_const(t.cache).view(), t.batch(), kv::Window{},
-                                 {1, 0.5f}, t.q, t.out);
+  reference::paged_attention_ref(std::as_const(t.cache).view(), t.batch(), kv::Window{}, {1, 0.5f},
+                                 t.q, t.out);
   const double e = std::exp(0.5);
   EXPECT_NEAR(t.out[0], e / (e + 1), 1e-6);
 }
@@ -184,8 +184,8 @@ TEST(PagedAttentionRef, SinksPlusWindowEqualsExplicitMask) {
           const size_t t = f.q_start[s] + i;
           for (int32_t x = 0; x < d; ++x) {
             ASSERT_NEAR(paged[(t * qh + h) * d + x], out[i * d + x], 1e-6)
-                << "block " << c.block << " W " << c.window << " S " << c.sinks << " session "
-                << s << " head " << h << " query " << i;
+                << "block " << c.block << " W " << c.window << " S " << c.sinks << " session " << s
+                << " head " << h << " query " << i;
           }
         }
       }

@@ -27,7 +27,11 @@ class FakeBackend final : public StepBackend {
  public:
   FakeBackend(FakeClock& clock, kv::Window window, int32_t block_size, Time per_pass,
               Time per_token = 0)
-      : clock_(clock), window_(window), bs_(block_size), per_pass_(per_pass), per_token_(per_token) {}
+      : clock_(clock),
+        window_(window),
+        bs_(block_size),
+        per_pass_(per_pass),
+        per_token_(per_token) {}
 
   // Every written position's block is allocated; in an attending pass every visible key's block is.
   void run(const PassBatch& p) override {

@@ -1,10 +1,11 @@
 // The real-time engine's accounting on a fake clock: where it stalls, blocks conserved and held as
 // kv_window.h says, departures, preemption, refusals; and agreement with the simulator's counts.
+#include "replay/realtime_engine.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "replay/realtime_engine.h"
 #include "replay/replay.h"
 #include "sim/config_error.h"
 #include "sim/engine.h"
@@ -30,7 +31,8 @@ struct FakeRun {
 
 FakeRun run_fake(const Scenario& s, Time per_pass = 1'000'000) {
   FakeClock clock;
-  FakeBackend backend(clock, s.kv_policy.window(), static_cast<int32_t>(s.engine.block_size), per_pass);
+  FakeBackend backend(clock, s.kv_policy.window(), static_cast<int32_t>(s.engine.block_size),
+                      per_pass);
   RealtimeEngine engine(s, backend, clock);
   FakeRun out{engine.run(), backend.passes};
   return out;
@@ -166,9 +168,9 @@ TEST(RealtimeEngine, DeparturesReturnEveryBlock) {
 }
 
 TEST(RealtimeEngine, PreemptRecomputeEvictsTheNewestAndRecomputesItsHistory) {
-  const Scenario s = load("tiny_cpu_unbounded.json",
-                          {"engine.exhaustion=preempt_recompute", "workload.arrival.type=fixed_interval",
-                           "workload.arrival.interval_s=0.3"});
+  const Scenario s = load("tiny_cpu_unbounded.json", {"engine.exhaustion=preempt_recompute",
+                                                      "workload.arrival.type=fixed_interval",
+                                                      "workload.arrival.interval_s=0.3"});
   const FakeRun run = run_fake(s);
   const RealtimeResult& r = run.r;
   ASSERT_TRUE(r.run.crashed);
@@ -194,8 +196,8 @@ TEST(RealtimeEngine, PreemptRecomputeEvictsTheNewestAndRecomputesItsHistory) {
 }
 
 TEST(RealtimeEngine, StaticCapRejectsCallers) {
-  const Scenario s = load("tiny_cpu_windowed.json", {"admission.type=static", "admission.cap=2",
-                                                      "horizon_s=1"});
+  const Scenario s =
+      load("tiny_cpu_windowed.json", {"admission.type=static", "admission.cap=2", "horizon_s=1"});
   const FakeRun run = run_fake(s);
   EXPECT_EQ(run.r.run.sessions_arrived, 4);
   EXPECT_EQ(run.r.run.sessions_rejected, 2);

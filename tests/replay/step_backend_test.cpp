@@ -1,10 +1,11 @@
 // The backends: the CPU one really allocates the pool and runs the reference kernels over the
 // engine's block tables (the reference attention throws if a visible key sits in a released block);
 // the GPU one refuses with the reason where it cannot run.
+#include "replay/step_backend.h"
+
 #include <gtest/gtest.h>
 
 #include "replay/realtime_engine.h"
-#include "replay/step_backend.h"
 #include "tests/replay/fake.h"
 
 namespace metronome::replay {

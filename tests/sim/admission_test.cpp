@@ -14,9 +14,9 @@ namespace metronome {
 namespace {
 
 Scenario contrast(const std::string& kv, std::vector<std::string> sets = {}) {
-  return load_scenario(std::string(METRONOME_SOURCE_DIR) + "/scenarios/admission/moshi_h200_aimd_" +
-                           kv + ".json",
-                       sets);
+  return load_scenario(
+      std::string(METRONOME_SOURCE_DIR) + "/scenarios/admission/moshi_h200_aimd_" + kv + ".json",
+      sets);
 }
 
 TEST(Admission, WindowedAimdSettlesInABandBelowTheMemoryCapWithoutStalling) {

@@ -48,11 +48,14 @@ TEST(Cohorts, SameResultsWithAndWithout) {
       moshi(300, "windowed"),
       moshi(500, "windowed"),  // more than fit: partial fits split cohorts
       moshi(300, "unbounded", {"engine.max_sessions_per_step=7", "workload.prompt_tokens=40"}),
-      moshi(300, "unbounded", {"engine.block_size=5", "workload.kv_tokens_per_frame=3",
-                               "workload.duration={\"type\":\"fixed\",\"seconds\":70}"}),
-      moshi(200, "windowed", {"engine.num_blocks=3000", "kv_policy.window_tokens=40",
-                              "kv_policy.sink_tokens=4", "engine.block_size=4"}),
-      moshi(0, "unbounded", {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.5,\"sessions\":300}"}),
+      moshi(300, "unbounded",
+            {"engine.block_size=5", "workload.kv_tokens_per_frame=3",
+             "workload.duration={\"type\":\"fixed\",\"seconds\":70}"}),
+      moshi(200, "windowed",
+            {"engine.num_blocks=3000", "kv_policy.window_tokens=40", "kv_policy.sink_tokens=4",
+             "engine.block_size=4"}),
+      moshi(0, "unbounded",
+            {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.5,\"sessions\":300}"}),
       moshi(300, "unbounded", {"workload.duration={\"type\":\"exponential\",\"mean_s\":60}"}),
       moshi(400, "windowed", {"admission={\"type\":\"aimd\"}", "workload.deadline_s=0.01"}),
   };
@@ -85,13 +88,17 @@ TEST(Cohorts, RandomPopulationsMatch) {
   for (int i = 0; i < 40; ++i) {
     const int64_t n = 1 + static_cast<int64_t>(rng.uniform() * 600);
     const std::vector<std::string> sets = {
-        "engine.max_sessions_per_step=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 300)),
+        "engine.max_sessions_per_step=" +
+            std::to_string(1 + static_cast<int64_t>(rng.uniform() * 300)),
         "engine.num_blocks=" + std::to_string(500 + static_cast<int64_t>(rng.uniform() * 20000)),
         "engine.block_size=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 32)),
-        "workload.kv_tokens_per_frame=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 80)),
+        "workload.kv_tokens_per_frame=" +
+            std::to_string(1 + static_cast<int64_t>(rng.uniform() * 80)),
         "workload.prompt_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 100)),
-        "workload.duration={\"type\":\"fixed\",\"seconds\":" + std::to_string(5 + 60 * rng.uniform()) + "}",
-        "horizon_s=60", "output.sample_period_s=0.5"};
+        "workload.duration={\"type\":\"fixed\",\"seconds\":" +
+            std::to_string(5 + 60 * rng.uniform()) + "}",
+        "horizon_s=60",
+        "output.sample_period_s=0.5"};
     const Scenario s = testing::moshi(n, rng.uniform() < 0.5 ? "windowed" : "unbounded", sets);
     SCOPED_TRACE("case " + std::to_string(i));
     const auto with = run(s, true);

@@ -62,8 +62,8 @@ TEST(Engine, UnboundedAllAtOnceSaturatesAtFirstOrderTime) {
     int64_t kv_per_frame;
     int64_t prompt;
   };
-  for (const Case c : {Case{300, 16, 1, 0}, Case{100, 16, 1, 0}, Case{64, 1, 1, 0}, Case{200, 7, 3, 50},
-                       Case{40, 32, 2, 0}}) {
+  for (const Case c : {Case{300, 16, 1, 0}, Case{100, 16, 1, 0}, Case{64, 1, 1, 0},
+                       Case{200, 7, 3, 50}, Case{40, 32, 2, 0}}) {
     const Scenario s = moshi(c.n, "unbounded",
                              {"engine.block_size=" + std::to_string(c.block),
                               "workload.kv_tokens_per_frame=" + std::to_string(c.kv_per_frame),
@@ -75,7 +75,8 @@ TEST(Engine, UnboundedAllAtOnceSaturatesAtFirstOrderTime) {
     ASSERT_TRUE(r.crashed);
     ASSERT_TRUE(p.t_sat_blocks_s && p.t_sat_continuous_s);
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_blocks_s), 0.01);
-    // The continuous form ignores block rounding: within one block per session of the whole-block one.
+    // The continuous form ignores block rounding: within one block per session of the whole-block
+    // one.
     const double per_session_tokens = *p.t_sat_continuous_s * p.tokens_per_s_per_session;
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_continuous_s),
               0.01 + static_cast<double>(c.block + c.kv_per_frame) / per_session_tokens);
@@ -108,16 +109,18 @@ TEST(Engine, WindowedAtTheSameLoadNeverStallsAndStaysBounded) {
 
 TEST(Engine, StaggeredArrivalsMatchSummedAgePrediction) {
   for (double interval : {0.5, 2.0}) {
-    const Scenario s = moshi(300, "unbounded",
-                             {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":" +
-                                  std::to_string(interval) + ",\"sessions\":300}",
-                              "horizon_s=900", "workload.duration={\"type\":\"fixed\",\"seconds\":900}"});
+    const Scenario s =
+        moshi(300, "unbounded",
+              {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":" +
+                   std::to_string(interval) + ",\"sessions\":300}",
+               "horizon_s=900", "workload.duration={\"type\":\"fixed\",\"seconds\":900}"});
     const auto p = predict_first_order(s);
     const RunResult r = simulate(s);
     ASSERT_TRUE(r.crashed);
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_blocks_s), 0.01);
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_continuous_s), 0.02);
-    // Summed ages by hand: N(t) sessions of mean age; solve rate * sum(t - i*interval) = pool tokens.
+    // Summed ages by hand: N(t) sessions of mean age; solve rate * sum(t - i*interval) = pool
+    // tokens.
     const double pool_tokens = static_cast<double>(p.pool.num_blocks * s.engine.block_size);
     double t = *p.t_sat_continuous_s, sum = 0;
     for (int i = 0; i < 300 && i * interval < t; ++i) sum += t - i * interval;
@@ -130,7 +133,7 @@ TEST(Engine, SilentFailureReportedLatencyLooksHealthy) {
   const RunResult r = simulate(s);
   ASSERT_TRUE(r.crashed);
   const double silent = static_cast<double>(r.frames_silent) / static_cast<double>(r.frames_due);
-  EXPECT_GT(silent, 0.5);  // users hear silence most of the time
+  EXPECT_GT(silent, 0.5);                // users hear silence most of the time
   EXPECT_EQ(r.frames_reported_late, 0);  // yet the monitor sees no deadline miss
   EXPECT_LE(r.reported_latency.percentile(0.99), s.workload.deadline() * 1.011);
   EXPECT_TRUE(std::isinf(r.true_latency.percentile(0.99)));  // true output never came
@@ -147,9 +150,10 @@ TEST(Engine, PreemptRecomputeEvictsNewestAndThrashes) {
 
 TEST(Engine, DeparturesFreeBlocksSoShortCallsSurvive) {
   // Calls of 20 s never fill the pool that 300 callers fill in about 55 s.
-  const Scenario s = moshi(300, "unbounded",
-                           {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.1,\"sessions\":2000}",
-                            "workload.duration={\"type\":\"fixed\",\"seconds\":20}"});
+  const Scenario s =
+      moshi(300, "unbounded",
+            {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.1,\"sessions\":2000}",
+             "workload.duration={\"type\":\"fixed\",\"seconds\":20}"});
   const RunResult r = simulate(s);
   EXPECT_FALSE(r.crashed);
   EXPECT_EQ(r.final_pool_blocks, r.blocks_allocated - r.blocks_released);
@@ -158,10 +162,11 @@ TEST(Engine, DeparturesFreeBlocksSoShortCallsSurvive) {
 
 TEST(Engine, SameSeedIsByteIdenticalAndSeedsDiffer) {
   auto run = [](uint64_t seed) {
-    const Scenario s = moshi(0, "unbounded",
-                             {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":3}",
-                              "workload.duration={\"type\":\"lognormal\",\"median_s\":60,\"sigma\":1}",
-                              "workload.frame_jitter_s=0.01", "seed=" + std::to_string(seed)});
+    const Scenario s =
+        moshi(0, "unbounded",
+              {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":3}",
+               "workload.duration={\"type\":\"lognormal\",\"median_s\":60,\"sigma\":1}",
+               "workload.frame_jitter_s=0.01", "seed=" + std::to_string(seed)});
     return run_json(s, predict_first_order(s), simulate(s), "test").dump();
   };
   EXPECT_EQ(run(5), run(5));
@@ -174,18 +179,22 @@ TEST(Engine, RandomScenariosKeepInvariants) {
     const bool windowed = rng.uniform() < 0.5;
     const int64_t block = 1 + static_cast<int64_t>(rng.uniform() * 20);
     const std::vector<std::string> sets = {
-        "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":" + std::to_string(0.5 + 10 * rng.uniform()) + "}",
-        "workload.duration={\"type\":\"exponential\",\"mean_s\":" + std::to_string(5 + 60 * rng.uniform()) + "}",
+        "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":" +
+            std::to_string(0.5 + 10 * rng.uniform()) + "}",
+        "workload.duration={\"type\":\"exponential\",\"mean_s\":" +
+            std::to_string(5 + 60 * rng.uniform()) + "}",
         "engine.block_size=" + std::to_string(block),
         "engine.num_blocks=" + std::to_string(200 + static_cast<int64_t>(rng.uniform() * 3000)),
-        "engine.max_sessions_per_step=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 64)),
+        "engine.max_sessions_per_step=" +
+            std::to_string(1 + static_cast<int64_t>(rng.uniform() * 64)),
         "engine.exhaustion=" + std::string(rng.uniform() < 0.5 ? "stall" : "preempt_recompute"),
         "workload.kv_tokens_per_frame=" + std::to_string(static_cast<int64_t>(rng.uniform() * 5)),
         "workload.prompt_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 40)),
         "workload.frame_jitter_s=" + std::to_string(0.07 * rng.uniform()),
         "kv_policy.window_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 100)),
         "kv_policy.sink_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 20)),
-        "horizon_s=60", "seed=" + std::to_string(i)};
+        "horizon_s=60",
+        "seed=" + std::to_string(i)};
     const Scenario s = moshi(0, windowed ? "windowed" : "unbounded", sets);
     const auto p = predict_first_order(s);
     InvariantObserver obs(p.pool.num_blocks, windowed ? *p.max_blocks_per_session : 0);

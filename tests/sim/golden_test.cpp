@@ -1,5 +1,6 @@
-// Tiny scenarios whose whole summary JSON is kept in the repo and compared exactly, so any change in
-// behaviour shows up as a reviewed diff. Regenerate with METRONOME_UPDATE_GOLDEN=1 after checking it.
+// Tiny scenarios whose whole summary JSON is kept in the repo and compared exactly, so any change
+// in behaviour shows up as a reviewed diff. Regenerate with METRONOME_UPDATE_GOLDEN=1 after
+// checking it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

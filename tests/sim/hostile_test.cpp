@@ -59,9 +59,10 @@ TEST(Hostile, AMillionSessions) {
 
 TEST(Hostile, HorizonOfDaysAt80ms) {
   // Two days, 50 windowed callers for the whole run, one sample a minute.
-  const RunResult r = run_checked(moshi(50, "windowed",
-                                        {"horizon_s=172800", "output.sample_period_s=60",
-                                         "workload.duration={\"type\":\"fixed\",\"seconds\":172800}"}));
+  const RunResult r =
+      run_checked(moshi(50, "windowed",
+                        {"horizon_s=172800", "output.sample_period_s=60",
+                         "workload.duration={\"type\":\"fixed\",\"seconds\":172800}"}));
   EXPECT_FALSE(r.crashed);
   EXPECT_EQ(r.frames_served, 50 * (172800 * 25 / 2));  // 12.5 frames/s, all served
   expect_config_error([] { moshi(50, "windowed", {"horizon_s=1e8"}); }, "output.sample_period_s");
@@ -69,20 +70,22 @@ TEST(Hostile, HorizonOfDaysAt80ms) {
 
 TEST(Hostile, FramePeriodsOfOneNanosecondAndOfAYear) {
   const RunResult fast = run_checked(
-      moshi(3, "unbounded", {"workload.frame_period_s=1e-9", "horizon_s=0.01", "output.sample_period_s=0.001"}));
+      moshi(3, "unbounded",
+            {"workload.frame_period_s=1e-9", "horizon_s=0.01", "output.sample_period_s=0.001"}));
   EXPECT_GT(fast.frames_due, 1'000'000);  // frames pile up faster than any step
-  const RunResult slow = run_checked(moshi(3, "unbounded",
-                                           {"workload.frame_period_s=31536000", "horizon_s=1e8",
-                                            "output.sample_period_s=1e5",
-                                            "workload.duration={\"type\":\"fixed\",\"seconds\":1e8}"}));
+  const RunResult slow = run_checked(
+      moshi(3, "unbounded",
+            {"workload.frame_period_s=31536000", "horizon_s=1e8", "output.sample_period_s=1e5",
+             "workload.duration={\"type\":\"fixed\",\"seconds\":1e8}"}));
   EXPECT_EQ(slow.frames_due, 3 * 4);  // t = 0, 1, 2, 3 years
   EXPECT_FALSE(slow.crashed);
 }
 
 TEST(Hostile, ZeroTokensPerFrame) {
-  const RunResult r = run_checked(moshi(300, "unbounded",
-                                        {"workload.kv_tokens_per_frame=0", "workload.input_tokens_per_frame=0",
-                                         "workload.output_tokens_per_frame=0"}));
+  const RunResult r =
+      run_checked(moshi(300, "unbounded",
+                        {"workload.kv_tokens_per_frame=0", "workload.input_tokens_per_frame=0",
+                         "workload.output_tokens_per_frame=0"}));
   EXPECT_FALSE(r.crashed);
   EXPECT_EQ(r.peak_pool_blocks, 0);
   EXPECT_EQ(r.tokens_produced, 0);
@@ -90,13 +93,16 @@ TEST(Hostile, ZeroTokensPerFrame) {
 
 TEST(Hostile, DegenerateWindows) {
   // W = 0 and S = 0: each session keeps only the block it is writing.
-  const RunResult none = run_checked(moshi(300, "windowed", {"kv_policy.window_tokens=0", "kv_policy.sink_tokens=0"}));
+  const RunResult none =
+      run_checked(moshi(300, "windowed", {"kv_policy.window_tokens=0", "kv_policy.sink_tokens=0"}));
   EXPECT_FALSE(none.crashed);
   EXPECT_LE(none.max_resident_blocks_per_session, 1);
   // Sinks larger than the window.
-  const RunResult sinks = run_checked(moshi(300, "windowed", {"kv_policy.window_tokens=10", "kv_policy.sink_tokens=100"}));
+  const RunResult sinks = run_checked(
+      moshi(300, "windowed", {"kv_policy.window_tokens=10", "kv_policy.sink_tokens=100"}));
   EXPECT_FALSE(sinks.crashed);
-  EXPECT_LE(sinks.max_resident_blocks_per_session, 7 + 2);  // 100 sink tokens = 7 blocks, window 1-2
+  EXPECT_LE(sinks.max_resident_blocks_per_session,
+            7 + 2);  // 100 sink tokens = 7 blocks, window 1-2
 }
 
 TEST(Hostile, OddBlockSizes) {
@@ -111,29 +117,34 @@ TEST(Hostile, OddBlockSizes) {
 }
 
 TEST(Hostile, PoolSmallerThanOneSessionsSinks) {
-  expect_config_error([] {
-    size_pool(moshi(1, "windowed", {"engine.num_blocks=4", "kv_policy.sink_tokens=100"}));
-  }, "cannot hold one windowed session");
+  expect_config_error(
+      [] {
+        size_pool(moshi(1, "windowed", {"engine.num_blocks=4", "kv_policy.sink_tokens=100"}));
+      },
+      "cannot hold one windowed session");
 }
 
 TEST(Hostile, HeavyTailedDurations) {
-  const RunResult r = run_checked(moshi(0, "unbounded",
-                                        {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":5}",
-                                         "workload.duration={\"type\":\"lognormal\",\"median_s\":5,\"sigma\":10}"}));
+  const RunResult r = run_checked(
+      moshi(0, "unbounded",
+            {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":5}",
+             "workload.duration={\"type\":\"lognormal\",\"median_s\":5,\"sigma\":10}"}));
   EXPECT_GT(r.sessions_arrived, 900);
   EXPECT_GT(r.sessions_departed, 0);
 }
 
 TEST(Hostile, ArrivalRatesOfZeroAndABillion) {
-  const RunResult none = run_checked(moshi(0, "unbounded", {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":0}"}));
+  const RunResult none = run_checked(
+      moshi(0, "unbounded", {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":0}"}));
   EXPECT_EQ(none.sessions_arrived, 0);
   EXPECT_EQ(none.frames_due, 0);
-  expect_config_error([] {
-    moshi(0, "unbounded", {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1e9}"});
-  }, "workload.arrival.rate_per_s");
+  expect_config_error(
+      [] { moshi(0, "unbounded", {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1e9}"}); },
+      "workload.arrival.rate_per_s");
   // A billion per second is fine when the run is capped.
-  const RunResult capped = run_checked(moshi(0, "unbounded",
-      {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1e9,\"max_sessions\":1000}"}));
+  const RunResult capped = run_checked(
+      moshi(0, "unbounded",
+            {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1e9,\"max_sessions\":1000}"}));
   EXPECT_EQ(capped.sessions_arrived, 1000);
 }
 

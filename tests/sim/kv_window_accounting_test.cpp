@@ -1,10 +1,10 @@
 // The block accounting the simulator takes from kernels/kv_window.h, checked against a brute-force
 // count of the blocks that hold at least one visible key.
-#include "kernels/kv_window.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
+
+#include "kernels/kv_window.h"
 
 namespace metronome::kv {
 namespace {
@@ -28,9 +28,9 @@ TEST(KvWindow, VisibilityRule) {
   EXPECT_TRUE(key_visible(10, 1, w));   // sink
   EXPECT_FALSE(key_visible(10, 2, w));  // between sinks and window
   EXPECT_FALSE(key_visible(10, 5, w));
-  EXPECT_TRUE(key_visible(10, 6, w));   // 10 - 6 = 4 = W
-  EXPECT_TRUE(key_visible(10, 10, w));  // itself
-  EXPECT_FALSE(key_visible(10, 11, w)); // causal
+  EXPECT_TRUE(key_visible(10, 6, w));    // 10 - 6 = 4 = W
+  EXPECT_TRUE(key_visible(10, 10, w));   // itself
+  EXPECT_FALSE(key_visible(10, 11, w));  // causal
   EXPECT_TRUE(key_visible(1000, 3, Window{}));
   EXPECT_EQ(visible_keys(10, w), 2 + 5);
   EXPECT_EQ(visible_keys(3, w), 4);
@@ -39,11 +39,13 @@ TEST(KvWindow, VisibilityRule) {
 
 TEST(KvWindow, BlockCountsMatchBruteForce) {
   for (int64_t bs : {1, 3, 16}) {
-    for (Window w : {Window{}, Window{0, 0}, Window{5, 0}, Window{7, 3}, Window{20, 17}, Window{2, 40}}) {
+    for (Window w :
+         {Window{}, Window{0, 0}, Window{5, 0}, Window{7, 3}, Window{20, 17}, Window{2, 40}}) {
       for (int64_t ctx = 0; ctx < 90; ++ctx) {
         for (int64_t n : {1, 4, 19}) {
           ASSERT_EQ(step_blocks(ctx, n, w, bs), brute_force_blocks(ctx, n, w, bs))
-              << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx << " n=" << n;
+              << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx
+              << " n=" << n;
         }
         ASSERT_EQ(resident_blocks(ctx + 1, w, bs) <= step_blocks(ctx, 1, w, bs), true);
       }

@@ -60,7 +60,8 @@ TEST(Scenario, PoolIsSizedAsVllmSizesIt) {
 TEST(Scenario, ResolvedJsonRoundTrips) {
   for (const char* path : {"", "../../scenarios/canonical/moshi_h200_windowed.json"}) {
     std::string file = path;
-    if (!file.empty()) file = std::string(METRONOME_SOURCE_DIR) + "/scenarios/canonical/moshi_h200_windowed.json";
+    if (!file.empty())
+      file = std::string(METRONOME_SOURCE_DIR) + "/scenarios/canonical/moshi_h200_windowed.json";
     const Scenario a = load_scenario(file);
     const Scenario b = parse_scenario(to_json(a), "round trip");
     EXPECT_EQ(to_json(a), to_json(b));
@@ -68,9 +69,9 @@ TEST(Scenario, ResolvedJsonRoundTrips) {
 }
 
 TEST(Scenario, SetOverridesAnyField) {
-  const Scenario s = load_scenario("", {"workload.frame_period_s=0.5", "kv_policy.type=windowed",
-                                        "kv_policy.window_tokens=100", "model=qwen2.5-omni-7b",
-                                        "engine.num_blocks=1000"});
+  const Scenario s = load_scenario(
+      "", {"workload.frame_period_s=0.5", "kv_policy.type=windowed", "kv_policy.window_tokens=100",
+           "model=qwen2.5-omni-7b", "engine.num_blocks=1000"});
   EXPECT_DOUBLE_EQ(s.workload.frame_period_s, 0.5);
   EXPECT_EQ(s.kv_policy.type, "windowed");
   EXPECT_EQ(s.kv_policy.window_tokens, 100);
@@ -80,10 +81,12 @@ TEST(Scenario, SetOverridesAnyField) {
 }
 
 TEST(Scenario, ShippedModelsAndGpusAllLoad) {
-  for (const char* model : {"moshi", "qwen2.5-omni-7b", "minicpm-o-4.5", "qwen3-omni-30b-a3b", "tiny"}) {
+  for (const char* model :
+       {"moshi", "qwen2.5-omni-7b", "minicpm-o-4.5", "qwen3-omni-30b-a3b", "tiny"}) {
     for (const char* gpu : {"h100", "h200", "b200"}) {
       Scenario s;
-      ASSERT_NO_THROW(s = load_scenario("", {std::string("model=") + model, std::string("gpu=") + gpu}));
+      ASSERT_NO_THROW(
+          s = load_scenario("", {std::string("model=") + model, std::string("gpu=") + gpu}));
       EXPECT_GT(s.model.kv_bytes_per_token(), 0);
     }
   }
@@ -91,22 +94,32 @@ TEST(Scenario, ShippedModelsAndGpusAllLoad) {
 
 TEST(Scenario, BadInputsNameFileAndField) {
   const std::string good = write_temp("good.json", kMinimal);
-  expect_error([] { load_scenario(write_temp("bad.json", "{ \"model\": ")); }, {"bad.json", "not valid JSON"});
-  expect_error([] { load_scenario("/nonexistent/x.json"); }, {"/nonexistent/x.json", "cannot open"});
-  expect_error([&] { load_scenario(good, {"model=gpt-17"}); }, {"model", "unknown model \"gpt-17\"", "moshi"});
+  expect_error([] { load_scenario(write_temp("bad.json", "{ \"model\": ")); },
+               {"bad.json", "not valid JSON"});
+  expect_error([] { load_scenario("/nonexistent/x.json"); },
+               {"/nonexistent/x.json", "cannot open"});
+  expect_error([&] { load_scenario(good, {"model=gpt-17"}); },
+               {"model", "unknown model \"gpt-17\"", "moshi"});
   expect_error([&] { load_scenario(good, {"workload.frame_period_s=-0.08"}); },
                {"good.json", "workload.frame_period_s", "expected"});
-  expect_error([&] { load_scenario(good, {"workload.frame_period_s=0"}); }, {"workload.frame_period_s"});
-  expect_error([&] { load_scenario(good, {"kv_policy.type=windowed", "kv_policy.window_tokens=-1"}); },
-               {"kv_policy.window_tokens", "integer"});
-  expect_error([&] { load_scenario(good, {"kv_policy.type=windowed"}); }, {"kv_policy.window_tokens", "missing"});
+  expect_error([&] { load_scenario(good, {"workload.frame_period_s=0"}); },
+               {"workload.frame_period_s"});
+  expect_error(
+      [&] {
+        load_scenario(good, {"kv_policy.type=windowed", "kv_policy.window_tokens=-1"});
+      },
+      {"kv_policy.window_tokens", "integer"});
+  expect_error([&] { load_scenario(good, {"kv_policy.type=windowed"}); },
+               {"kv_policy.window_tokens", "missing"});
   expect_error([&] { load_scenario(good, {"workload.frame_perod_s=0.08"}); },
                {"workload.frame_perod_s", "unknown field"});
   expect_error([&] { load_scenario(good, {"nonsense"}); }, {"--set nonsense", "key=value"});
   expect_error([&] { load_scenario(good, {"horizon_s.x=1"}); }, {"horizon_s", "not an object"});
-  expect_error([&] { load_scenario(good, {"kv_policy.type=sliding"}); }, {"kv_policy.type", "windowed"});
+  expect_error([&] { load_scenario(good, {"kv_policy.type=sliding"}); },
+               {"kv_policy.type", "windowed"});
   expect_error([&] { load_scenario(good, {"seed=1.5"}); }, {"seed", "integer"});
-  expect_error([&] { load_scenario(good, {"model.attention_heads=30"}); }, {"model.attention_heads", "multiple"});
+  expect_error([&] { load_scenario(good, {"model.attention_heads=30"}); },
+               {"model.attention_heads", "multiple"});
 }
 
 TEST(Scenario, PoolThatHoldsNoSessionIsAnError) {
@@ -115,8 +128,11 @@ TEST(Scenario, PoolThatHoldsNoSessionIsAnError) {
   expect_error([&] { size_pool(load_scenario(good, {"model.weight_bytes=2e11"})); },
                {"engine", "holds no block"});
   // A pool smaller than one session's first frame (its prompt).
-  expect_error([&] { size_pool(load_scenario(good, {"engine.num_blocks=2", "workload.prompt_tokens=100"})); },
-               {"engine", "cannot hold one session"});
+  expect_error(
+      [&] {
+        size_pool(load_scenario(good, {"engine.num_blocks=2", "workload.prompt_tokens=100"}));
+      },
+      {"engine", "cannot hold one session"});
 }
 
 }  // namespace metronome

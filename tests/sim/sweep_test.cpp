@@ -30,11 +30,15 @@ std::string temp_dir(const std::string& name) {
 // Small and fast: tiny Moshi runs, two grid axes, three seeds; Poisson arrivals so seeds differ.
 SweepSpec small_spec() {
   SweepSpec s;
-  s.sets = {"horizon_s=60", "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":4,\"max_sessions\":400}",
-            "workload.duration={\"type\":\"exponential\",\"mean_s\":40}", "engine.num_blocks=300",
-            "kv_policy.window_tokens=48", "kv_policy.sink_tokens=4"};
+  s.sets = {"horizon_s=60",
+            "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":4,\"max_sessions\":400}",
+            "workload.duration={\"type\":\"exponential\",\"mean_s\":40}",
+            "engine.num_blocks=300",
+            "kv_policy.window_tokens=48",
+            "kv_policy.sink_tokens=4"};
   s.axes.push_back(parse_grid_axis("kv_policy.type=unbounded,windowed"));
-  s.axes.push_back(parse_grid_axis("admission={\"type\":\"none\"},{\"type\":\"aimd\",\"initial_cap\":4}"));
+  s.axes.push_back(
+      parse_grid_axis("admission={\"type\":\"none\"},{\"type\":\"aimd\",\"initial_cap\":4}"));
   s.seeds = parse_seeds("3");
   return s;
 }
@@ -63,7 +67,8 @@ TEST(SweepArgs, ParseAndReject) {
   EXPECT_THROW(parse_seeds("7..5"), ConfigError);
   EXPECT_THROW(parse_seeds("x"), ConfigError);
   EXPECT_THROW(parse_seeds("-3"), ConfigError);
-  const GridAxis a = parse_grid_axis("workload.arrival={\"type\":\"all_at_once\",\"sessions\":3},{\"a\":[1,2]}");
+  const GridAxis a =
+      parse_grid_axis("workload.arrival={\"type\":\"all_at_once\",\"sessions\":3},{\"a\":[1,2]}");
   ASSERT_EQ(a.values.size(), 2u);
   EXPECT_EQ(a.values[0]["sessions"], 3);
   EXPECT_EQ(parse_grid_axis("kv_policy.type=unbounded,windowed").values[1], "windowed");
@@ -100,7 +105,8 @@ TEST(Sweep, IdenticalWhateverTheThreadCount) {
     EXPECT_EQ(r.written, spec.runs());
     dirs.push_back(o.out_dir);
   }
-  for (const char* f : {"runs.csv", "runs.jsonl", "aggregate.csv", "aggregate.json", "sweep.json"}) {
+  for (const char* f :
+       {"runs.csv", "runs.jsonl", "aggregate.csv", "aggregate.json", "sweep.json"}) {
     const std::string want = slurp(dirs[0] + "/" + f);
     EXPECT_FALSE(want.empty()) << f;
     for (size_t i = 1; i < dirs.size(); ++i) EXPECT_EQ(slurp(dirs[i] + "/" + f), want) << f;
@@ -134,13 +140,15 @@ TEST(Sweep, TwoShardsMergedEqualOneProcess) {
   }
   const std::string merged = temp_dir("merged");
   merge_sweeps(shards, merged);
-  for (const char* f : {"runs.csv", "runs.jsonl", "aggregate.csv", "aggregate.json", "sweep.json"}) {
+  for (const char* f :
+       {"runs.csv", "runs.jsonl", "aggregate.csv", "aggregate.json", "sweep.json"}) {
     EXPECT_EQ(slurp(merged + "/" + f), slurp(one.out_dir + "/" + f)) << f;
   }
   // A missing shard is an error, not a silently smaller sweep.
   EXPECT_THROW(merge_sweeps({shards[0]}, temp_dir("merged_missing")), ConfigError);
   // So is a shard given twice.
-  EXPECT_THROW(merge_sweeps({shards[0], shards[0], shards[1]}, temp_dir("merged_twice")), ConfigError);
+  EXPECT_THROW(merge_sweeps({shards[0], shards[0], shards[1]}, temp_dir("merged_twice")),
+               ConfigError);
 }
 
 TEST(Sweep, StopLeavesCompleteRowsAndValidFiles) {
