@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 
 namespace metronome::calibrate {
 namespace {
@@ -119,21 +120,12 @@ BenchRun parse_bench_json(const nlohmann::json& j, const std::string& source) {
 }
 
 BenchRun read_bench_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the benchmark JSON");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string raw = read_text_file(path, "benchmark JSON");
   // Google Benchmark prints the coefficient of variation of an all-zero counter (sinks = 0) as
   // -nan, which is not JSON; those aggregates are never read, so they become null.
   static const std::regex kNonFinite(R"((:\s*)-?(nan|inf)\b)", std::regex::icase);
-  const std::string text = std::regex_replace(ss.str(), kNonFinite, "$1null");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON: " + e.what());
-  }
-  return parse_bench_json(j, path);
+  const std::string text = std::regex_replace(raw, kNonFinite, "$1null");
+  return parse_bench_json(parse_json(text, path), path);
 }
 
 }  // namespace metronome::calibrate

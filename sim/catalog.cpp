@@ -7,6 +7,7 @@
 
 #include "sim/config_error.h"
 #include "sim/embedded_scenarios.h"
+#include "sim/json_file.h"
 
 namespace metronome {
 namespace fs = std::filesystem;
@@ -31,14 +32,6 @@ std::vector<std::string> embedded_names(std::string_view kind) {
   return names;
 }
 
-static nlohmann::json parse_named(std::string_view text, const std::string& where) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(where + ": not valid JSON: " + e.what());
-  }
-}
-
 nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name,
                                   const std::string& base_dir, const std::string& referrer) {
   const bool safe =
@@ -54,15 +47,12 @@ nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name
       fs::path p = d / (name + ".json");
       std::error_code ec;
       if (fs::is_regular_file(p, ec)) {
-        std::ifstream in(p);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return parse_named(ss.str(), p.string());
+        return read_json_file(p.string(), "model or GPU file");
       }
     }
     const std::string rel = std::string(kind) + "/" + name + ".json";
     if (auto text = embedded_scenario_file(rel)) {
-      return parse_named(*text, "(built-in) scenarios/" + rel);
+      return parse_json(*text, "(built-in) scenarios/" + rel);
     }
   }
   std::string known;

@@ -6,6 +6,7 @@
 
 #include "sim/catalog.h"
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 #include "sim/json_section.h"
 #include "sim/time.h"
 
@@ -250,15 +251,7 @@ nlohmann::json read_scenario_json(const std::string& path) {
     source = "(built-in) scenarios/default.json";
     j = nlohmann::json::parse(*text);
   } else {
-    std::ifstream in(path);
-    if (!in) throw ConfigError(path + ": cannot open the scenario file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    try {
-      j = nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(path + ": not valid JSON: " + e.what());
-    }
+    j = read_json_file(path, "scenario file");
     source = path;
   }
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 #include "sim/json_section.h"
 
 namespace metronome {
@@ -160,17 +161,7 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
 }
 
 Calibration read_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the calibration file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON: " + e.what());
-  }
-  return parse_calibration(j, path);
+  return parse_calibration(read_json_file(path, "calibration file"), path);
 }
 
 CalibratedCostModel::CalibratedCostModel(Calibration c, double step_overhead_s)

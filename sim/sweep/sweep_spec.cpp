@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 
 namespace metronome {
 
@@ -140,16 +141,7 @@ Shard parse_shard(const std::string& arg) {
 }
 
 SweepSpec load_sweep_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the sweep file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON: " + e.what());
-  }
+  const nlohmann::json j = read_json_file(path, "sweep file");
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   SweepSpec s;
   for (const auto& [k, v] : j.items()) {
