@@ -194,16 +194,7 @@ std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s)
     x.tokens_produced = x.frames_served * s.workload.output_tokens_per_frame;
     x.frames_due = iv[k].due;
     const int64_t padded = iv[k].padded;
-    if (padded > 0) answered.add(to_seconds(pad), padded);
-    x.reported_p50_s = answered.percentile(0.50);
-    x.reported_p99_s = answered.percentile(0.99);
-    x.true_p50_s = truth.percentile(0.50);
-    x.true_p99_s = truth.percentile(0.99);
-    const double due_d = static_cast<double>(std::max<int64_t>(1, x.frames_due));
-    x.reported_miss_rate =
-        pad > deadline ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
-    x.silent_fraction = x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
-    x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
+    fill_interval_stats(x, answered, truth, padded, to_seconds(pad), to_seconds(deadline));
     x.admission_cap = s.admission.type == "static" ? s.admission.cap : -1;
     out.push_back(std::move(x));
   }

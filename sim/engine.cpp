@@ -508,18 +508,8 @@ void Engine::sample_until(Time t) {
       x.stalled_sessions = stalled_;
       x.frames_due = std::max<int64_t>(0, due - due_at_last_sample_);
       const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_sample_);
-      LatencyHistogram reported = interval_answered_;
-      if (padded > 0) reported.add(to_seconds(silence_after_), padded);
-      x.reported_p50_s = reported.percentile(0.50);
-      x.reported_p99_s = reported.percentile(0.99);
-      x.true_p50_s = interval_true_.percentile(0.50);
-      x.true_p99_s = interval_true_.percentile(0.99);
-      const double due_d = static_cast<double>(std::max<int64_t>(1, x.frames_due));
-      x.reported_miss_rate =
-          silence_after_ > deadline_ ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
-      x.silent_fraction =
-          x.frames_due > 0 ? std::min(1.0, static_cast<double>(padded) / due_d) : 0.0;
-      x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due_d : 0.0;
+      fill_interval_stats(x, interval_answered_, interval_true_, padded, to_seconds(silence_after_),
+                          to_seconds(deadline_));
       const int64_t cap = admission_->cap();
       x.admission_cap = cap == kNoCap ? -1 : cap;
       x.sessions_rejected = interval_rejected_;

@@ -2,9 +2,11 @@
 // horizon. The engine calls them; writers (CSV, Perfetto) implement them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "sim/latency_histogram.h"
 #include "sim/time.h"
 
 namespace metronome {
@@ -28,6 +30,23 @@ struct Sample {
   int64_t admission_cap = -1;     // the admission cap at the sample instant; -1: no cap
   int64_t sessions_rejected = 0;  // callers turned away at the cap in the interval
 };
+
+// The interval statistics both engines derive the same way: `answered` holds the latencies of the
+// frames answered in time, `padded` the frames padded with silence at silence_after_s; frames_due
+// and tokens_produced are already set.
+inline void fill_interval_stats(Sample& x, LatencyHistogram answered, const LatencyHistogram& truth,
+                                int64_t padded, double silence_after_s, double deadline_s) {
+  if (padded > 0) answered.add(silence_after_s, padded);
+  x.reported_p50_s = answered.percentile(0.50);
+  x.reported_p99_s = answered.percentile(0.99);
+  x.true_p50_s = truth.percentile(0.50);
+  x.true_p99_s = truth.percentile(0.99);
+  const double due = static_cast<double>(std::max<int64_t>(1, x.frames_due));
+  const double silent = std::min(1.0, static_cast<double>(padded) / due);
+  x.reported_miss_rate = silence_after_s > deadline_s ? silent : 0.0;
+  x.silent_fraction = x.frames_due > 0 ? silent : 0.0;
+  x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due : 0.0;
+}
 
 class RunObserver {
  public:
