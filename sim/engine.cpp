@@ -9,6 +9,26 @@ namespace {
 // Keys a session has cached and visible to its next query: the KV a pass reads for it.
 int64_t cached_visible(int64_t ctx, kv::Window w) { return kv::visible_keys(ctx, w) - 1; }
 
+bool vllm_scheduler(const Scenario& s) { return s.engine.scheduler == "vllm_v1"; }
+
+// vLLM keeps one block of its pool as the null block of every block table.
+int64_t usable_blocks(const Scenario& s, const PoolSizing& p) {
+  return vllm_scheduler(s) ? p.num_blocks - 1 : p.num_blocks;
+}
+
+VllmSchedulerConfig vllm_config(const Scenario& s) {
+  VllmSchedulerConfig c;
+  c.block_size = s.engine.block_size;
+  c.max_num_seqs = s.engine.max_sessions_per_step;
+  c.max_num_batched_tokens = s.engine.max_num_batched_tokens;
+  if (s.kv_policy.type == "windowed") {
+    c.sliding_window = s.kv_policy.window_tokens + 1;  // vLLM's window counts the query
+    c.sink_tokens = s.kv_policy.sink_tokens;
+  }
+  c.resumable = s.engine.session_model == "resumable";
+  return c;
+}
+
 }  // namespace
 
 Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
@@ -16,7 +36,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
       cost_(cost),
       observer_(observer),
       sizing_(size_pool(s)),
-      pool_(sizing_.num_blocks),
+      pool_(usable_blocks(s, sizing_)),
       window_(s.kv_policy.window()),
       period_(from_seconds(s.workload.frame_period_s)),
       deadline_(from_seconds(s.workload.deadline())),
@@ -38,7 +58,11 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
       durations_(make_duration_distribution(s.workload.duration)),
       next_sample_(sample_period_) {
   if (period_ < 1) period_ = 1;
-  cohorts_ = !preempt_policy_ && jitter_ == 0;
+  if (vllm_scheduler(s)) {
+    preempt_policy_ = false;
+    vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
+  }
+  cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
   admission_ = make_admission_controller(s.admission, s.workload.deadline());
   control_on_ = admission_->adaptive();
   control_true_ = s.admission.signal == "true";
@@ -124,6 +148,7 @@ void Engine::on_arrival(Time now) {
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
   if (preempt_policy_) admit_stack_.push_back({id, s.admit_order});
+  if (vllm_) vllm_->open(id);
   ++live_;
   result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
   enqueue(id);
@@ -181,6 +206,7 @@ bool Engine::absorb_into_back(int64_t id) {
 
 void Engine::on_departure(int64_t id) {
   Session& s = sessions_[id];
+  if (vllm_) vllm_->finish(id);
   pool_.release(s.held * s.count);
   s.held = 0;
   if (s.stalled) {
@@ -261,12 +287,7 @@ bool Engine::reserve(const Ticket& t, Time now) {
     }
     return true;
   }
-  result_.crashed = true;
-  if (!result_.first_stall_s) {
-    result_.first_stall_s = to_seconds(now);
-    result_.admission.cap_at_first_stall = admission_->cap();
-    result_.admission.live_at_first_stall = live_;
-  }
+  note_exhaustion(now);
   if (preempt_policy_) {
     if (s.held > 0) preempt(id, now);  // it is the newest that holds blocks: vLLM evicts it
   } else if (!s.stalled) {
@@ -306,13 +327,8 @@ void Engine::preempt(int64_t id, Time now) {
   // Its history must be recomputed: all of it unbounded, the sinks and window when windowed.
   v.recompute = cached_visible(v.ctx, window_);
   ++result_.preemptions;
-  result_.crashed = true;
   if (!result_.first_preempt_s) result_.first_preempt_s = to_seconds(now);
-  if (!result_.first_stall_s) {
-    result_.first_stall_s = to_seconds(now);
-    result_.admission.cap_at_first_stall = admission_->cap();
-    result_.admission.live_at_first_stall = live_;
-  }
+  note_exhaustion(now);
   if (observer_) observer_->on_preempt(now, id, freed);
 }
 
@@ -332,6 +348,10 @@ size_t Engine::block(const Ticket& t) {
 
 void Engine::try_start_step(Time now) {
   if (busy_) return;
+  if (vllm_) {
+    vllm_start_step(now);
+    return;
+  }
   batch_.clear();
   kept_.clear();
   int64_t blocked = 0;
@@ -339,8 +359,9 @@ void Engine::try_start_step(Time now) {
   // Blocked frames are considered again, merged into the ready order, only if blocks were freed
   // since they failed, and only while a block is free (each needs at least one).
   while (blocked_head_ < blocked_.size() && !valid(blocked_[blocked_head_])) ++blocked_head_;
-  size_t cursor = pool_.released_total() != released_seen_ ? blocked_head_ : blocked_.size();
+  if (pool_.released_total() != released_seen_) retry_blocked_ = true;
   released_seen_ = pool_.released_total();
+  size_t cursor = retry_blocked_ ? blocked_head_ : blocked_.size();
   while (batch_members_ < max_batch_) {
     while (!ready_.empty() && !valid(ready_.front())) ready_.pop_front();
     if (pool_.free() == 0) cursor = blocked_.size();
@@ -376,6 +397,8 @@ void Engine::try_start_step(Time now) {
       blocked += sessions_[t.id].count;
     }
   }
+  // A pass the batch cap ended early leaves blocked frames untried: the next pass tries them.
+  retry_blocked_ = cursor < blocked_.size() && pool_.free() > 0;
   if (blocked_dead_ > blocked_.size() / 2) {
     std::erase_if(blocked_, [&](const Ticket& b) { return !valid(b); });
     blocked_dead_ = 0;
@@ -385,19 +408,8 @@ void Engine::try_start_step(Time now) {
   if (blocked > 0 && observer_) observer_->on_stall(now, stalled_);
 
   if (batch_.empty()) {
-    // Nothing runnable now: wake at the next future release. Frames blocked on memory wait for a
-    // departure, which calls us.
-    for (size_t i = 0; i < ready_.size(); ++i) {
-      const Ticket t = ready_[i];
-      const Session& s = sessions_[t.id];
-      if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
-      if (s.next_release <= now) continue;
-      if (s.next_release < wake_at_) {
-        wake_at_ = s.next_release;
-        events_.push(wake_at_, EventKind::kEngineWake);
-      }
-      break;
-    }
+    // Nothing runnable now. Frames blocked on memory wait for a departure, which calls us.
+    wake_at_next_release(now);
     return;
   }
 
@@ -437,10 +449,95 @@ void Engine::try_start_step(Time now) {
   events_.push(now + duration, EventKind::kStepDone);
 }
 
+void Engine::wake_at_next_release(Time now) {
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    const Ticket t = ready_[i];
+    const Session& s = sessions_[t.id];
+    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
+    if (s.next_release <= now) continue;
+    if (s.next_release < wake_at_) {
+      wake_at_ = s.next_release;
+      events_.push(wake_at_, EventKind::kEngineWake);
+    }
+    break;
+  }
+}
+
+void Engine::note_exhaustion(Time now) {
+  result_.crashed = true;
+  if (!result_.first_stall_s) {
+    result_.first_stall_s = to_seconds(now);
+    result_.admission.cap_at_first_stall = admission_->cap();
+    result_.admission.live_at_first_stall = live_;
+  }
+}
+
+// vllm_v1: one vLLM iteration. Frames released by now join vLLM's queues first (in release order,
+// as requests reach vLLM before its next schedule()), then vLLM's rules choose the step.
+void Engine::vllm_start_step(Time now) {
+  while (!ready_.empty()) {
+    const Ticket t = ready_.front();
+    if (!valid(t)) {
+      ready_.pop_front();
+      continue;
+    }
+    Session& s = sessions_[t.id];
+    if (s.next_release > now) break;
+    ready_.pop_front();
+    vllm_->add_frame(t.id, s.frames_added == 0 ? prompt_ : 0, n_in_, std::max<int64_t>(1, n_out_));
+    if (++s.frames_added < s.frames_total) {
+      s.next_release = release_time(s, s.frames_added);
+      enqueue(t.id);
+    }
+  }
+  vllm_plan_ = vllm_->schedule();
+  const VllmScheduler::StepPlan& p = vllm_plan_;
+  if (!p.alloc_failed.empty()) note_exhaustion(now);
+  for (size_t i = 0; i < p.preempted.size(); ++i) {
+    ++result_.preemptions;
+    if (!result_.first_preempt_s) result_.first_preempt_s = to_seconds(now);
+    if (observer_) observer_->on_preempt(now, p.preempted[i], p.preempted_blocks[i]);
+  }
+  // Requests left waiting in a step that could not allocate are the stalled sessions.
+  stalled_ = p.alloc_failed.empty() ? 0 : vllm_->waiting();
+  if (!p.alloc_failed.empty() && observer_) observer_->on_stall(now, stalled_);
+  if (p.empty()) {
+    wake_at_next_release(now);
+    return;
+  }
+  PassShape pass;
+  for (const VllmScheduler::Scheduled& x : p.scheduled) {
+    const int64_t cached = cached_visible(x.computed, window_);
+    double per_query = static_cast<double>(cached) + 0.5 * static_cast<double>(x.tokens + 1);
+    if (!window_.unbounded()) {
+      per_query = std::min(per_query, static_cast<double>(window_.window + window_.sinks + 1));
+    }
+    pass.sessions += 1;
+    pass.query_tokens += x.tokens;
+    pass.kv_read_tokens += cached;
+    pass.qk_pairs += static_cast<double>(x.tokens) * per_query;
+    result_.max_resident_blocks_per_session =
+        std::max(result_.max_resident_blocks_per_session, vllm_->blocks_held(x.session));
+  }
+  batch_members_ = static_cast<int64_t>(p.scheduled.size());
+  const Time duration = std::max<Time>(1, from_seconds(cost_.pass_seconds(pass)));
+  busy_ = true;
+  step_start_ = now;
+  events_.push(now + duration, EventKind::kStepDone);
+}
+
+void Engine::vllm_step_done(Time now) {
+  for (const VllmScheduler::FrameDone& d : vllm_->update_from_output(vllm_plan_)) {
+    Session& s = sessions_[d.session];
+    serve_frame(s, now, s.arrival + d.frame * period_);
+    ++s.next_frame;
+  }
+}
+
 // The hot path: one call per served frame. It fills only the interval histograms; sample_until()
 // folds them into the run's totals once per sample.
-void Engine::serve_frame(Session& s, Time now) {
-  const Time latency = now - s.next_release;
+void Engine::serve_frame(Session& s, Time now, Time released) {
+  const Time latency = now - released;
   const double latency_s = to_seconds(latency);
   const int bin = LatencyHistogram::bin_of(latency_s);
   const int64_t c = s.count;
@@ -463,6 +560,7 @@ void Engine::on_step_done(Time now) {
   busy_ = false;
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
+  if (vllm_) vllm_step_done(now);
   for (const Ticket& t : batch_) {
     Session& s = sessions_[t.id];
     if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
@@ -474,7 +572,7 @@ void Engine::on_step_done(Time now) {
     s.held = keep;
     result_.max_resident_blocks_per_session =
         std::max(result_.max_resident_blocks_per_session, keep);
-    serve_frame(s, now);
+    serve_frame(s, now, s.next_release);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
       s.next_release = release_time(s, s.next_frame);

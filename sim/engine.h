@@ -6,7 +6,8 @@
 // frame's blocks, runs one continuous batch whose duration the cost model gives, then frees the
 // blocks that fell out of the window. A frame that cannot get blocks follows the exhaustion policy:
 // `stall` (it waits; the engine produces nothing for it) or `preempt_recompute` (vLLM V1: the
-// newest session is evicted and later recomputes its history). The serving layer pads any frame
+// newest session is evicted and later recomputes its history). With engine.scheduler vllm_v1 the
+// steps are vLLM V1's iterations instead (sim/vllm_scheduler.h). The serving layer pads any frame
 // without output by silence_after_s with silence, so the reported latency stays bounded while users
 // hear nothing.
 #pragma once
@@ -26,6 +27,7 @@
 #include "sim/run_result.h"
 #include "sim/scenario.h"
 #include "sim/session.h"
+#include "sim/vllm_scheduler.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
@@ -60,6 +62,10 @@ class Engine {
   int64_t silent_by(Time released_by, int64_t* due) const;
   void summarise_admission();
   void try_start_step(Time now);
+  void vllm_start_step(Time now);
+  void vllm_step_done(Time now);
+  void note_exhaustion(Time now);
+  void wake_at_next_release(Time now);
   bool reserve(const Ticket& t, Time now);
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
@@ -81,7 +87,7 @@ class Engine {
   }
   size_t block(const Ticket& t);
   Time release_time(const Session& s, int64_t frame);
-  void serve_frame(Session& s, Time now);
+  void serve_frame(Session& s, Time now, Time released);
   void count_unserved(const Session& s, int64_t due);
   int64_t frames_due_by(const Session& s, Time t) const;
   void sample_until(Time t);
@@ -101,6 +107,9 @@ class Engine {
   int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
+  // vllm_v1: vLLM's scheduler owns the steps and the blocks (in pool_); null for the frame scheduler.
+  std::unique_ptr<VllmScheduler> vllm_;
+  VllmScheduler::StepPlan vllm_plan_;  // the running step
 
   Rng arrival_rng_, duration_rng_, jitter_rng_;
   std::unique_ptr<ArrivalProcess> arrivals_;
@@ -120,6 +129,9 @@ class Engine {
   size_t blocked_dead_ = 0;      // entries taken or departed, awaiting compaction
   size_t blocked_head_ = 0;      // entries before it are all dead
   int64_t released_seen_ = 0;
+  // Blocks were freed and some blocked frame has not been tried since: the batch cap can end a pass
+  // before the blocked queue is exhausted, and those frames must not wait for the next release.
+  bool retry_blocked_ = false;
   uint64_t next_seq_ = 0;
   bool busy_ = false;
   bool step_wanted_ = false;  // try a step once this instant's events are all handled

@@ -35,7 +35,8 @@ std::vector<Call> schedule(const Scenario& s) {
 
 struct FrameModel {
   Time period;
-  int64_t n_kv, prompt, block_size;
+  int64_t n_kv, prompt;
+  kv::BlockSize block_size;  // kept with its shift: blocks_at_frame() runs once per frame
   kv::Window window;
 
   // Blocks a session holds while its frame m is served (the instantaneous-service peak).

@@ -87,10 +87,20 @@ EngineConfig parse_engine(JsonSection e) {
   }
   c.activation_reserve_bytes =
       e.in_range("activation_reserve_bytes", c.activation_reserve_bytes, 0, kMaxBytes);
+  if (e.has("max_num_seqs") && e.has("max_sessions_per_step")) {
+    e.fail("max_num_seqs", "only one of max_num_seqs and its alias max_sessions_per_step");
+  }
   c.max_sessions_per_step =
-      e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
+      e.has("max_num_seqs")
+          ? e.integer("max_num_seqs", c.max_sessions_per_step, 1, kMaxCount)
+          : e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
   c.num_blocks = e.optional_integer("num_blocks", 1, kMaxCount);
+  c.scheduler = e.one_of("scheduler", c.scheduler, {"frame", "vllm_v1"});
   c.exhaustion = e.one_of("exhaustion", c.exhaustion, {"stall", "preempt_recompute"});
+  c.max_num_batched_tokens =
+      e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
+  c.session_model =
+      e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
   c.silence_after_s = e.optional_positive("silence_after_s");
   if (c.silence_after_s && *c.silence_after_s > kMaxSeconds)
     e.fail("silence_after_s", "at most 1e9 s");
@@ -164,8 +174,10 @@ WorkloadConfig parse_workload(JsonSection w) {
 
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  c.type = m.one_of("type", c.type, {"roofline", "calibrated"});
+  c.type = m.one_of("type", c.type, {"roofline", "calibrated", "fixed"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
+  if (c.type == "fixed" && !(c.step_overhead_s > 0))
+    m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
   // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
   c.file = m.string("file", c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
   if (c.type == "calibrated" && c.file.empty())
@@ -332,6 +344,10 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
       out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
   top.finish();
+  if (s.engine.scheduler == "vllm_v1" && s.workload.frame_jitter_s > 0) {
+    throw ConfigError(source + ": workload.frame_jitter_s: expected 0 with engine.scheduler "
+                      "\"vllm_v1\" (its frames are released on the period grid)");
+  }
   check_run_size(s);
   return s;
 }
@@ -370,9 +386,14 @@ nlohmann::json to_json(const Scenario& s) {
                  {"gpu_memory_utilization", e.gpu_memory_utilization},
                  {"activation_reserve_bytes", e.activation_reserve_bytes},
                  {"max_sessions_per_step", e.max_sessions_per_step},
+                 {"scheduler", e.scheduler},
                  {"exhaustion", e.exhaustion},
                  {"silence_after_s", e.silence_after_s.value_or(s.workload.deadline())}};
   if (e.num_blocks) engine["num_blocks"] = *e.num_blocks;
+  if (e.scheduler == "vllm_v1") {
+    engine["max_num_batched_tokens"] = e.max_num_batched_tokens;
+    engine["session_model"] = e.session_model;
+  }
   json kv = {{"type", s.kv_policy.type}};
   if (s.kv_policy.type == "windowed") {
     kv["window_tokens"] = s.kv_policy.window_tokens;

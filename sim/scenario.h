@@ -18,9 +18,16 @@ struct EngineConfig {
   int64_t block_size = 16;              // tokens per KV block
   double gpu_memory_utilization = 0.9;  // fraction of GPU memory the engine may use
   double activation_reserve_bytes = 2e9;
-  int64_t max_sessions_per_step = 256;  // continuous-batching cap (vLLM's max_num_seqs)
+  int64_t max_sessions_per_step = 256;  // continuous-batching cap; alias max_num_seqs (vLLM's)
   std::optional<int64_t> num_blocks;    // explicit pool size, overriding the sizing rule
-  std::string exhaustion = "stall";     // stall | preempt_recompute
+  // How steps are formed (docs/vllm.md). `frame`: a step serves whole frames of ready sessions and
+  // `exhaustion` says what a frame without blocks does. `vllm_v1`: vLLM V1's scheduler, one model
+  // iteration per step under a token budget with chunked prefill; it preempts the newest running
+  // request when a running one cannot grow and stalls the waiting ones (exhaustion is not used).
+  std::string scheduler = "frame";             // frame | vllm_v1
+  std::string exhaustion = "stall";            // frame: stall | preempt_recompute
+  int64_t max_num_batched_tokens = 8192;       // vllm_v1: tokens computed per step
+  std::string session_model = "resumable";     // vllm_v1: resumable | per_frame_request
   // The serving layer pads a frame with silence when no output came this long after its release.
   std::optional<double> silence_after_s;  // default: the frame deadline
 };

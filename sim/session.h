@@ -14,6 +14,7 @@ struct Session {
   Time end = kNever;         // the caller hangs up (kNever: after the horizon)
   int64_t frames_total = 0;  // frames released during the call
   int64_t next_frame = 0;    // index of the oldest frame not yet served
+  int64_t frames_added = 0;  // vllm_v1: frames handed to the scheduler (next_release is the next's)
   Time next_release = 0;     // release time of next_frame
   int64_t ctx = 0;           // tokens in the session's history (KV logically appended)
   int64_t held = 0;          // blocks held in the pool now

@@ -6,6 +6,7 @@
 
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
+#include "sim/cost/fixed_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/scenario.h"
 
@@ -20,6 +21,7 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
+  if (s.cost_model.type == "fixed") return std::make_unique<FixedCostModel>(s.cost_model.step_overhead_s);
   if (s.cost_model.type == "roofline") {
     return std::make_unique<RooflineCostModel>(s.model, s.gpu, s.cost_model.step_overhead_s);
   }
