@@ -7,11 +7,13 @@
 
 namespace metronome {
 
-VllmScheduler::VllmScheduler(const VllmSchedulerConfig& c, BlockPool& pool) : c_(c), pool_(pool) {
+VllmScheduler::VllmScheduler(const VllmSchedulerConfig& c, BlockPool& pool)
+    : c_(c), pool_(pool.capacity() + 1, pool) {
   if (c.block_size < 1 || c.max_num_seqs < 1 || c.max_num_batched_tokens < 1) {
     throw std::invalid_argument("VllmScheduler: block size, max_num_seqs, token budget >= 1");
   }
   sink_blocks_ = c.sliding_window > 0 ? kv::ceil_div(c.sink_tokens, c.block_size) : 0;
+  keeps_head_ = c.sliding_window > 0 && (c.keep_prompt || sink_blocks_ > 0);
 }
 
 VllmScheduler::Request& VllmScheduler::req(int64_t session) {
@@ -31,6 +33,7 @@ void VllmScheduler::add_frame(int64_t session, int64_t prompt_tokens, int64_t in
   const Chunk chunk{input_tokens, output_tokens};
   switch (r.status) {
     case Status::kNone:  // Scheduler.add_request: a new request, queued by KV holding
+      if (r.uid == 0) r.uid = ++next_uid_;
       r.history = prompt_tokens;
       start_chunk(session, chunk);
       enqueue(session);
@@ -62,6 +65,7 @@ void VllmScheduler::start_chunk(int64_t id, const Chunk& c) {
     r.num_tokens = r.history + c.input_tokens;
     r.computed = 0;
   }
+  r.prompt = r.num_tokens;
   r.max_tokens = c.output_tokens;
   r.outputs = 0;
   ++r.frame;
@@ -80,33 +84,107 @@ void VllmScheduler::enqueue(int64_t id) {
 // KVCacheManager.allocate_slots for `new_tokens` past the computed ones: first the blocks that fell
 // out of the window are freed (even when the allocation then fails), then the new entries are
 // taken, all or none.
-bool VllmScheduler::allocate(int64_t id, int64_t new_tokens) {
-  Request& r = reqs_[static_cast<size_t>(id)];
-  if (c_.sliding_window > 0) {
-    // SlidingWindowManager.get_num_skipped_tokens: computed - sliding_window + 1 tokens are
-    // outside the window of the next token; with sinks (R-SWA) the gap starts after the sinks.
-    const int64_t skipped = std::max<int64_t>(0, r.computed - c_.sliding_window + 1);
-    const int64_t upto = std::min(skipped / c_.block_size, r.table);
-    const int64_t from = std::max(r.freed_upto, sink_blocks_);
-    if (upto > from) {
-      pool_.release(upto - from);
-      r.held -= upto - from;
-      r.freed_upto = upto;
-    }
+// stm:get_num_blocks_to_allocate for `tokens`: table entries to add, null ones included, plus the
+// cache hits that sit free in the queue (adopting them takes them out of it). The admission
+// estimate of a plain sliding window is capped at one window plus one batch of in-flight tokens
+// (SlidingWindowSpec.max_admission_blocks_per_request).
+int64_t VllmScheduler::blocks_needed(const Request& r, int64_t tokens, int64_t computed,
+                                     const std::vector<int64_t>& hits, bool admission) const {
+  int64_t entries = kv::ceil_div(tokens, c_.block_size);
+  const bool plain_window = c_.sliding_window > 0 && !keeps_head_;
+  if (admission && plain_window) {
+    entries = std::min(
+        entries, kv::ceil_div(std::min(c_.sliding_window - 1 + c_.max_num_batched_tokens,
+                                       c_.max_model_len),
+                              c_.block_size) +
+                     1);
   }
-  const int64_t need = kv::ceil_div(r.computed + new_tokens, c_.block_size) - r.table;
-  if (need <= 0) return true;
-  if (!pool_.try_allocate(need)) return false;
-  r.table += need;
-  r.held += need;
+  // SlidingWindowManager.get_num_skipped_tokens: computed - sliding_window + 1 tokens are outside
+  // the window of the next token, and their blocks need no entry.
+  const int64_t skipped =
+      plain_window ? std::max<int64_t>(0, computed - c_.sliding_window + 1) / c_.block_size : 0;
+  int64_t evictable = 0;
+  for (const int64_t b : hits) evictable += pool_.ref(b) == 0;
+  const int64_t have = static_cast<int64_t>(hits.size() + r.table.size());
+  return std::max<int64_t>(0, entries - std::max(skipped, have)) + evictable;
+}
+
+// stm:remove_skipped_blocks: the entries wholly before the window of the next token become null,
+// after the kept head (nothing for a plain window, the sink blocks with sinks, the prompt's blocks
+// for vLLM's R-SWA). Freed last to first, as vLLM does.
+void VllmScheduler::remove_skipped(Request& r, int64_t computed) {
+  if (c_.sliding_window <= 0) return;
+  const int64_t bs = c_.block_size;
+  const int64_t head = !keeps_head_ ? 0 : c_.keep_prompt ? kv::ceil_div(r.prompt, bs) : sink_blocks_;
+  const int64_t start = std::max(c_.keep_prompt ? r.prompt : 0, computed - c_.sliding_window + 1);
+  const int64_t upto =
+      std::min(std::max<int64_t>(0, start) / bs, static_cast<int64_t>(r.table.size()));
+  std::vector<int64_t> freed;
+  for (int64_t j = upto - 1; j >= head; --j) {
+    int64_t& b = r.table[static_cast<size_t>(j)];
+    if (b == 0) break;
+    freed.push_back(b);
+    b = 0;
+  }
+  r.held -= static_cast<int64_t>(freed.size());
+  pool_.release(freed);
+}
+
+// kvm:get_computed_blocks: the longest run of the request's leading full blocks still cached, at
+// most (tokens - 1) / block_size of them (one token is always computed).
+std::vector<int64_t> VllmScheduler::lookup(const Request& r) const {
+  std::vector<int64_t> hits;
+  if (!c_.prefix_caching) return hits;
+  for (int64_t j = 0; j < (r.num_tokens - 1) / c_.block_size; ++j) {
+    const int64_t b = pool_.cached(hash(r, j));
+    if (b < 0) break;
+    hits.push_back(b);
+  }
+  return hits;
+}
+
+// KVCacheManager.allocate_slots for `new_tokens` past the computed ones and the cache hits: the
+// full-sequence gate for a waiting request, then the window's freeing (kept even when the
+// allocation then fails), then the new entries, all or none, then the full blocks are cached.
+bool VllmScheduler::allocate(int64_t id, int64_t new_tokens, bool admission,
+                             const std::vector<int64_t>& hits) {
+  Request& r = reqs_[static_cast<size_t>(id)];
+  const int64_t computed = r.computed + static_cast<int64_t>(hits.size()) * c_.block_size;
+  if (admission && c_.reserve_full_sequence &&
+      blocks_needed(r, std::min(r.num_tokens, c_.max_model_len), computed, hits, true) >
+          pool_.free()) {
+    return false;
+  }
+  remove_skipped(r, computed);
+  if (blocks_needed(r, computed + new_tokens, computed, hits, false) > pool_.free()) return false;
+  if (!hits.empty()) {
+    pool_.touch(hits);
+    r.table.insert(r.table.end(), hits.begin(), hits.end());
+    r.held += static_cast<int64_t>(hits.size());
+    r.hashed = static_cast<int64_t>(hits.size());
+  }
+  const int64_t add =
+      kv::ceil_div(computed + new_tokens, c_.block_size) - static_cast<int64_t>(r.table.size());
+  if (add > 0) {
+    pool_.take(add, r.table);
+    r.held += add;
+  }
+  if (c_.prefix_caching) {
+    const int64_t full = std::min(computed + new_tokens, r.num_tokens) / c_.block_size;
+    for (int64_t j = r.hashed; j < full; ++j) {
+      if (r.table[static_cast<size_t>(j)] != 0) pool_.insert(hash(r, j), r.table[static_cast<size_t>(j)]);
+    }
+    r.hashed = std::max(r.hashed, full);
+  }
   return true;
 }
 
 void VllmScheduler::free_blocks(Request& r) {
-  pool_.release(r.held);
+  std::vector<int64_t> last_first(r.table.rbegin(), r.table.rend());  // tail evicted first
+  pool_.release(last_first);
+  r.table.clear();
   r.held = 0;
-  r.table = 0;
-  r.freed_upto = 0;
+  r.hashed = 0;
 }
 
 // Scheduler._preempt_request: the request must recompute everything, from the front of the queue.
@@ -151,7 +229,7 @@ VllmScheduler::StepPlan VllmScheduler::schedule() {
     }
     bool fits = false;
     while (true) {
-      if (allocate(id, n)) {
+      if (allocate(id, n, false, {})) {
         fits = true;
         break;
       }
@@ -183,14 +261,17 @@ VllmScheduler::StepPlan VllmScheduler::schedule() {
         skipped.push_back(id);
         continue;
       }
-      const int64_t n = std::min(r.num_tokens - r.computed, budget);
-      if (!allocate(id, n)) {
+      const std::vector<int64_t> hits = r.computed == 0 ? lookup(r) : std::vector<int64_t>{};
+      const int64_t hit_tokens = static_cast<int64_t>(hits.size()) * c_.block_size;
+      const int64_t n = std::min(r.num_tokens - r.computed - hit_tokens, budget);
+      if (!allocate(id, n, true, hits)) {
         plan.alloc_failed.push_back(id);
         break;
       }
       q.pop_front();
       running_.push_back(id);
       r.status = Status::kRunning;
+      r.computed += hit_tokens;
       plan.scheduled.push_back({id, n, r.computed});
       budget -= n;
     }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "sim/block_pool.h"
+#include "sim/vllm_block_pool.h"
 
 namespace metronome {
 
@@ -42,7 +43,15 @@ struct VllmSchedulerConfig {
   // a streaming session, docs/vllm.md says why). The window then frees the gap between the sink
   // blocks and the window, as vLLM's prompt-keeping R-SWA manager does for a fixed prompt.
   int64_t sink_tokens = 0;
+  // vLLM's own R-SWA (RSWAManager): the kept head is the request's prompt, which for a streaming
+  // session grows with every chunk, so it keeps everything. Only the conformance cases use it.
+  bool keep_prompt = false;
   bool resumable = true;
+  bool prefix_caching = false;  // vLLM's enable_prefix_caching
+  // vLLM's SchedulerConfig.scheduler_reserve_full_isl (default true): a waiting request is admitted
+  // only if its whole sequence fits, not just this step's chunk.
+  bool reserve_full_sequence = true;
+  int64_t max_model_len = 8192;  // bounds the sliding window's admission estimate
 };
 
 class VllmScheduler {
@@ -64,11 +73,14 @@ class VllmScheduler {
     int64_t frame;
   };
 
-  // `pool` holds the usable blocks (vLLM's pool less its null block); it must outlive this.
+  // `pool` counts the usable blocks (vLLM's pool less its null block); it must outlive this.
   VllmScheduler(const VllmSchedulerConfig& c, BlockPool& pool);
 
   // A new session in `session`'s slot (slots are reused once a session finished).
-  void open(int64_t session) { req(session) = Request{}; }
+  void open(int64_t session) {
+    req(session) = Request{};
+    reqs_[static_cast<size_t>(session)].uid = ++next_uid_;
+  }
   // A frame of `input_tokens` whose answer is `output_tokens` sampled tokens. The first frame of a
   // session carries its prompt. Sessions are numbered by the caller, densely.
   void add_frame(int64_t session, int64_t prompt_tokens, int64_t input_tokens,
@@ -85,6 +97,11 @@ class VllmScheduler {
   int64_t paused() const { return paused_; }
   // Requests with work to do (running or waiting with a chunk): an engine with none is idle.
   bool has_work() const { return !running_.empty() || waiting() > 0; }
+  // Per-frame requests: the session has no request in vLLM, so its next frame can be submitted.
+  bool idle(int64_t session) const {
+    return session >= ssize() || reqs_[session].status == Status::kNone ||
+           reqs_[session].status == Status::kIdle;
+  }
 
  private:
   // kIdle: a per-frame session between its requests, outside vLLM altogether.
@@ -95,12 +112,14 @@ class VllmScheduler {
   struct Request {
     Status status = Status::kNone;
     int64_t num_tokens = 0;   // prompt and outputs so far
+    int64_t prompt = 0;       // prompt tokens (a streaming update extends the prompt)
     int64_t computed = 0;     // tokens whose KV is computed
     int64_t max_tokens = 0;   // outputs this chunk asks for
     int64_t outputs = 0;      // sampled in this chunk
-    int64_t table = 0;        // block-table entries, null ones included
-    int64_t freed_upto = 0;   // window: entries before it (after the sinks) are the null block
-    int64_t held = 0;         // real blocks: table less the freed entries
+    std::vector<int64_t> table;  // block ids; 0 is the null block (freed by the window)
+    int64_t held = 0;            // real blocks: table less the null entries
+    int64_t hashed = 0;          // leading full blocks entered in the prefix cache
+    uint64_t uid = 0;            // the conversation: its block j's content is the same every frame
     int64_t frame = -1;       // the frame in progress
     int64_t history = 0;      // per-frame requests: tokens of the whole conversation so far
     std::deque<Chunk> pending;  // frames released while one is in progress
@@ -110,19 +129,26 @@ class VllmScheduler {
   Request& req(int64_t session);
   void start_chunk(int64_t id, const Chunk& c);
   void enqueue(int64_t id);
-  bool allocate(int64_t id, int64_t new_tokens);
+  bool allocate(int64_t id, int64_t new_tokens, bool admission, const std::vector<int64_t>& hits);
+  int64_t blocks_needed(const Request& r, int64_t tokens, int64_t computed,
+                        const std::vector<int64_t>& hits, bool admission) const;
+  void remove_skipped(Request& r, int64_t computed);
+  std::vector<int64_t> lookup(const Request& r) const;
+  uint64_t hash(const Request& r, int64_t block) const { return (r.uid << 24) | uint64_t(block + 1); }
   void free_blocks(Request& r);
   void preempt(int64_t id);
   void remove_from_queues(int64_t id);
 
   VllmSchedulerConfig c_;
-  BlockPool& pool_;
+  VllmBlockPool pool_;
   std::vector<Request> reqs_;
+  uint64_t next_uid_ = 0;
   std::vector<int64_t> running_;
   std::deque<int64_t> kv_holding_;  // waiting requests that hold KV (resumed sessions, paused ones)
   std::deque<int64_t> waiting_;     // new and preempted requests
   int64_t paused_ = 0;              // resumable sessions waiting for their next chunk
   int64_t sink_blocks_ = 0;
+  bool keeps_head_ = false;  // the window keeps sinks or (vLLM's R-SWA) the prompt
 };
 
 }  // namespace metronome
