@@ -26,6 +26,7 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
     c.sink_tokens = s.kv_policy.sink_tokens;
   }
   c.resumable = s.engine.session_model == "resumable";
+  c.prefix_caching = s.engine.enable_prefix_caching;
   return c;
 }
 

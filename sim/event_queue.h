@@ -1,8 +1,10 @@
 // The simulator's one priority queue of events.
 //
 // Order of events at the same instant (written once, pinned by tests/sim/event_queue_test.cpp):
-//   1. Departure   a caller who hangs up frees blocks before anything at that instant allocates;
-//   2. StepDone    a finished step frees window blocks and releases its sessions' next frames;
+//   1. StepDone    a finished step delivers its frames (also to a caller hanging up at that
+//                  instant: vLLM's update_from_output runs before the next iteration sees the
+//                  abort), frees window blocks and releases its sessions' next frames;
+//   2. Departure   a caller who hangs up frees blocks before anything at that instant allocates;
 //   3. Control     the admission controller closes its interval after every frame served at that
 //                  instant, and sets the cap before callers arriving at that instant are admitted;
 //   4. Arrival     a new caller is admitted (or rejected at the cap) and its first frame is ready;
@@ -20,8 +22,8 @@
 namespace metronome {
 
 enum class EventKind : uint8_t {
-  kDeparture = 0,
-  kStepDone = 1,
+  kStepDone = 0,
+  kDeparture = 1,
   kControl = 2,
   kArrival = 3,
   kEngineWake = 4

@@ -101,6 +101,7 @@ EngineConfig parse_engine(JsonSection e) {
       e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
   c.session_model =
       e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
+  c.enable_prefix_caching = e.boolean("enable_prefix_caching", c.enable_prefix_caching);
   c.silence_after_s = e.optional_positive("silence_after_s");
   if (c.silence_after_s && *c.silence_after_s > kMaxSeconds)
     e.fail("silence_after_s", "at most 1e9 s");
@@ -393,6 +394,7 @@ nlohmann::json to_json(const Scenario& s) {
   if (e.scheduler == "vllm_v1") {
     engine["max_num_batched_tokens"] = e.max_num_batched_tokens;
     engine["session_model"] = e.session_model;
+    engine["enable_prefix_caching"] = e.enable_prefix_caching;
   }
   json kv = {{"type", s.kv_policy.type}};
   if (s.kv_policy.type == "windowed") {

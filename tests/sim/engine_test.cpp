@@ -208,3 +208,26 @@ TEST(Engine, RandomScenariosKeepInvariants) {
 }
 
 }  // namespace metronome
+
+namespace metronome {
+namespace {
+
+// Issue 12's reproduction: the batch cap (2) ends a retry pass early after a hang-up frees about 19
+// blocks; the stalled frames behind the cap must be retried at the next step, not at the next
+// release of blocks. 412 frames are served by an engine that retries (an independent model's
+// count); the old retry rule served 371.
+TEST(Engine, BlockedFramesAreRetriedWhenTheBatchCapEndsAPass) {
+  const Scenario s = load_scenario(
+      "", {"model=tiny", "gpu=h200", "engine.block_size=4", "engine.num_blocks=80",
+           "engine.max_sessions_per_step=2",
+           "workload.arrival={\"type\":\"fixed_interval\",\"sessions\":7,\"interval_s\":0.3}",
+           "workload.duration={\"type\":\"fixed\",\"seconds\":2}", "workload.frame_period_s=0.02",
+           "workload.kv_tokens_per_frame=1", "workload.prompt_tokens=0",
+           "cost_model.step_overhead_s=0.002", "horizon_s=2.29"});
+  const RunResult r = simulate(s);
+  ASSERT_TRUE(r.first_stall_s.has_value());
+  EXPECT_EQ(r.frames_served, 412);
+}
+
+}  // namespace
+}  // namespace metronome

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "sim/engine.h"
 #include "sim/vllm_scheduler.h"
 
 namespace metronome {
@@ -160,6 +161,60 @@ INSTANTIATE_TEST_SUITE_P(Golden, VllmConformance, ::testing::ValuesIn(case_names
 
 TEST(VllmConformance, GoldensArePresent) {
   EXPECT_GE(case_names().size(), 6u) << "tests/sim/vllm/golden: run scripts/vllm_peer.sh";
+}
+
+}  // namespace
+}  // namespace metronome
+
+namespace metronome {
+namespace {
+
+// The engine in time runs a golden whose sessions are one arrival process: with every step costing
+// 1 ms, step k of the case is [k, k+1) ms, and the engine must serve the frames vLLM served, stall
+// where vLLM first failed to allocate, and preempt as often.
+void engine_matches(const std::string& name, const std::string& arrivals) {
+  const json g = read(kDir / "golden" / (name + ".json"));
+  const json& c = g.at("case");
+  const json& s0 = c.at("sessions").at(0);
+  const double ms = 1e-3;
+  const Scenario s = load_scenario(
+      "", {"model=tiny", "gpu=h200", "engine.scheduler=vllm_v1",
+           "engine.block_size=" + c.at("block_size").dump(),
+           "engine.num_blocks=" + c.at("num_gpu_blocks").dump(),
+           "engine.max_num_seqs=" + c.at("max_num_seqs").dump(),
+           "engine.max_num_batched_tokens=" + c.at("max_num_batched_tokens").dump(),
+           "engine.enable_prefix_caching=" + c.at("enable_prefix_caching").dump(),
+           "workload.arrival=" + arrivals,
+           "workload.duration={\"type\":\"fixed\",\"seconds\":" +
+               std::to_string(s0.at("frames").get<int>() * s0.at("period_steps").get<int>() * ms) +
+               "}",
+           "workload.frame_period_s=" + std::to_string(s0.at("period_steps").get<int>() * ms),
+           "workload.prompt_tokens=" + s0.at("prompt_tokens").dump(),
+           "workload.input_tokens_per_frame=" + s0.at("input_tokens").dump(),
+           "workload.output_tokens_per_frame=" + s0.at("output_tokens").dump(),
+           "cost_model.type=fixed", "cost_model.step_overhead_s=0.001",
+           "horizon_s=" + std::to_string(c.at("steps").get<int>() * ms)});
+  const RunResult r = simulate(s);
+  const json& want = g.at("summary");
+  EXPECT_EQ(r.frames_served, want.at("frames_done").get<int64_t>()) << name;
+  EXPECT_EQ(r.preemptions, want.at("preemptions").get<int64_t>()) << name;
+  if (want.at("first_alloc_failure").is_null()) {
+    EXPECT_FALSE(r.first_stall_s.has_value()) << name;
+  } else {
+    ASSERT_TRUE(r.first_stall_s.has_value()) << name;
+    EXPECT_NEAR(*r.first_stall_s, want.at("first_alloc_failure").at("step").get<int>() * ms, 1e-9)
+        << name;
+  }
+}
+
+TEST(VllmConformance, EngineInTimeMatchesTheHeadOfLineStall) {
+  engine_matches("resumable_unbounded_stall",
+                 "{\"type\":\"fixed_interval\",\"sessions\":3,\"interval_s\":0.004}");
+}
+
+TEST(VllmConformance, EngineInTimeMatchesTheStalledQueueResuming) {
+  engine_matches("batch_cap_retry_seqs8",
+                 "{\"type\":\"fixed_interval\",\"sessions\":7,\"interval_s\":0.15}");
 }
 
 }  // namespace
