@@ -1,5 +1,7 @@
 #include "sim/engine.h"
 
+#include "sim/cost/pass_shape.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -414,36 +416,14 @@ void Engine::try_start_step(Time now) {
     return;
   }
 
-  PassShape ingest, decode;
-  int64_t decode_passes = 0;
+  FramePasses passes;
   for (const Ticket& t : batch_) {
     const Session& s = sessions_[t.id];
-    const int64_t c = s.count;
-    const double cd = static_cast<double>(c);
     const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
     const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
-    double per_query = static_cast<double>(cached) + 0.5 * static_cast<double>(q + 1);
-    if (!window_.unbounded()) {
-      per_query = std::min(per_query, static_cast<double>(window_.window + window_.sinks + 1));
-    }
-    if (q > 0) {
-      ingest.sessions += c;
-      ingest.query_tokens += q * c;
-      ingest.kv_read_tokens += cached * c;
-      ingest.qk_pairs += static_cast<double>(q) * per_query * cd;
-    }
-    const int64_t d = std::max<int64_t>(0, n_out_ - (q > 0 ? 1 : 0));
-    if (d > 0) {
-      const int64_t after = cached + q;
-      decode.sessions += c;
-      decode.query_tokens += c;
-      decode.kv_read_tokens += after * c;
-      decode.qk_pairs += static_cast<double>(after + 1) * cd;
-      decode_passes = std::max(decode_passes, d);
-    }
+    passes.add(s.count, q, cached, n_out_, window_);
   }
-  const double seconds =
-      cost_.pass_seconds(ingest) + static_cast<double>(decode_passes) * cost_.pass_seconds(decode);
+  const double seconds = passes.seconds(cost_);
   const Time duration = std::max<Time>(1, from_seconds(seconds));
   busy_ = true;
   step_start_ = now;
@@ -508,15 +488,7 @@ void Engine::vllm_start_step(Time now) {
   }
   PassShape pass;
   for (const VllmScheduler::Scheduled& x : p.scheduled) {
-    const int64_t cached = cached_visible(x.computed, window_);
-    double per_query = static_cast<double>(cached) + 0.5 * static_cast<double>(x.tokens + 1);
-    if (!window_.unbounded()) {
-      per_query = std::min(per_query, static_cast<double>(window_.window + window_.sinks + 1));
-    }
-    pass.sessions += 1;
-    pass.query_tokens += x.tokens;
-    pass.kv_read_tokens += cached;
-    pass.qk_pairs += static_cast<double>(x.tokens) * per_query;
+    add_chunk(pass, 1, x.tokens, cached_visible(x.computed, window_), window_);
     result_.max_resident_blocks_per_session =
         std::max(result_.max_resident_blocks_per_session, vllm_->blocks_held(x.session));
   }

@@ -66,7 +66,7 @@ std::string pct(double f) { return fmt::format("{:.1f}%", 100.0 * f); }
 std::string version_string() { return METRONOME_VERSION; }
 
 json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
-  return {{"num_blocks", p.pool.num_blocks},
+  json j = {{"num_blocks", p.pool.num_blocks},
           {"num_blocks_overridden", p.pool.overridden},
           {"block_size_tokens", s.engine.block_size},
           {"block_bytes", p.pool.block_bytes},
@@ -82,6 +82,16 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
           {"t_sat_blocks_s", opt(p.t_sat_blocks_s)},
           {"max_blocks_per_session", opt(p.max_blocks_per_session)},
           {"memory_cap_sessions", opt(p.memory_cap_sessions)}};
+  if (p.service) {
+    const ServiceCheck& c = *p.service;
+    j["service"] = {{"sessions", c.sessions},
+                    {"context_tokens", c.context},
+                    {"period_s", c.period_s},
+                    {"work_per_period_s", c.work_s},
+                    {"keeps_up", c.keeps_up},
+                    {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
+  }
+  return j;
 }
 
 json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
@@ -150,6 +160,17 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
                      *p.max_blocks_per_session, *p.memory_cap_sessions);
     o << fmt::format("t_sat      {} (whole blocks)\n", secs(p.t_sat_blocks_s));
   }
+  if (p.service && !p.service->keeps_up) {
+    const ServiceCheck& c = *p.service;
+    o << fmt::format(
+        "warning    the engine cannot keep up: one frame of {} sessions at {} cached tokens takes "
+        "{:.1f} ms of engine time per {:.1f} ms period; frames fall behind, the KV grows at the "
+        "service rate and the pool fills later than t_sat{}\n",
+        c.sessions, c.context, c.work_s * 1e3, c.period_s * 1e3,
+        c.t_sat_service_limited_s
+            ? fmt::format(" (service-limited estimate {})", secs(c.t_sat_service_limited_s))
+            : std::string());
+  }
   return o.str();
 }
 
@@ -168,6 +189,11 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
     };
     o << fmt::format("           saturation vs first-order: {} (whole blocks), {} (continuous)\n",
                      err(p.t_sat_blocks_s), err(p.t_sat_continuous_s));
+    if (p.service && p.service->t_sat_service_limited_s) {
+      o << fmt::format("           saturation vs service-limited estimate {}: {}\n",
+                       secs(p.service->t_sat_service_limited_s),
+                       err(p.service->t_sat_service_limited_s));
+    }
   }
   o << fmt::format(
       "frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true\n",

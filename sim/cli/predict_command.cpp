@@ -4,6 +4,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/scenario_options.h"
 #include "sim/first_order.h"
+#include "sim/service_rate.h"
 #include "sim/report.h"
 
 namespace metronome::cli {
@@ -18,7 +19,8 @@ Run add_predict(CLI::App& app) {
   o->add_to(*cmd);
   return [o]() {
     const Scenario s = o->load();
-    const auto p = predict_first_order(s);
+    auto p = predict_first_order(s);
+    p.service = check_service(s, p, *make_cost_model(s));
     if (o->json) {
       nlohmann::json j = {{"metronome_version", version_string()},
                           {"scenario", to_json(s)},

@@ -8,6 +8,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/service_rate.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"
 #include "sim/trace_writer.h"
@@ -34,8 +35,9 @@ Run add_simulate(CLI::App& app) {
       "Write a Chrome/Perfetto trace (JSON) of engine steps, stalls and pool occupancy");
   return [o]() {
     const Scenario s = o->scenario.load();
-    const auto prediction = predict_first_order(s);
+    auto prediction = predict_first_order(s);
     auto cost = make_cost_model(s);
+    prediction.service = check_service(s, prediction, *cost);
 
     ObserverList observers;
     std::unique_ptr<TimeSeriesWriter> series;

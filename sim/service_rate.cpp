@@ -1,0 +1,61 @@
+#include "sim/service_rate.h"
+
+#include <algorithm>
+
+#include "sim/cost/pass_shape.h"
+
+namespace metronome {
+namespace {
+
+// One frame of `n` sessions at `ctx` cached tokens, served in steps of at most max_batch sessions.
+double period_work(const Scenario& s, int64_t n, int64_t ctx, const CostModel& cost) {
+  const kv::Window w = s.kv_policy.window();
+  const int64_t cached = kv::visible_keys(ctx, w) - 1;
+  const int64_t batch = s.engine.max_sessions_per_step;
+  double t = 0;
+  for (int64_t left = n; left > 0; left -= batch) {
+    FramePasses passes;
+    passes.add(std::min(left, batch), s.workload.input_tokens_per_frame, cached,
+               s.workload.output_tokens_per_frame, w);
+    t += passes.seconds(cost);
+  }
+  return t;
+}
+
+}  // namespace
+
+ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p, const CostModel& cost) {
+  ServiceCheck c;
+  const auto& w = s.workload;
+  c.sessions = std::max<int64_t>(1, p.peak_concurrent_sessions);
+  c.period_s = w.frame_period_s;
+  const int64_t pool_tokens = p.pool.num_blocks * s.engine.block_size;
+  c.context = pool_tokens / c.sessions;
+  if (s.kv_policy.type == "windowed") {
+    c.context = std::min(c.context, s.kv_policy.window_tokens + s.kv_policy.sink_tokens);
+  }
+  c.work_s = period_work(s, c.sessions, c.context, cost);
+  c.keeps_up = c.work_s <= c.period_s;
+  if (c.keeps_up || s.kv_policy.type != "unbounded" || w.arrival.type != "all_at_once") return c;
+
+  // All callers at once: frame m is served at the later of its release and the end of frame m-1,
+  // each frame costing what the cost model says at its context; the pool is full at the first
+  // frame whose blocks do not fit.
+  const kv::BlockSize bs(s.engine.block_size);
+  const kv::Window win = s.kv_policy.window();
+  const int64_t n = c.sessions;
+  double t = w.arrival.start_s;
+  for (int64_t m = 0;; ++m) {
+    const int64_t ctx = m == 0 ? 0 : w.prompt_tokens + m * w.kv_tokens();
+    const int64_t add = w.kv_tokens() + (m == 0 ? w.prompt_tokens : 0);
+    if (n * kv::step_blocks(ctx, add, win, bs) > p.pool.num_blocks) {
+      c.t_sat_service_limited_s = t;
+      break;
+    }
+    t = std::max(t + period_work(s, n, ctx, cost), w.arrival.start_s + (m + 1) * w.frame_period_s);
+    if (t > s.horizon_s) break;
+  }
+  return c;
+}
+
+}  // namespace metronome
