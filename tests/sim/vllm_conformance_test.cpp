@@ -219,3 +219,50 @@ TEST(VllmConformance, EngineInTimeMatchesTheStalledQueueResuming) {
 
 }  // namespace
 }  // namespace metronome
+
+#include "sim/cost/pass_shape.h"
+
+namespace metronome {
+namespace {
+
+class StepLog : public RunObserver {
+ public:
+  void on_step(Time a, Time b, int64_t n, int64_t) override { steps.push_back({a, b, n}); }
+  struct Step {
+    Time start, end;
+    int64_t batch;
+  };
+  std::vector<Step> steps;
+};
+
+// Chunked prefill in time: a 3,000-token prompt under a 1,024-token budget is three vLLM steps of
+// 1,024, 1,024 and 952 tokens, each as long as the cost model prices that chunk, and the frame is
+// answered when the last one ends.
+TEST(VllmConformance, LongPromptIsChunkedUnderTheTokenBudget) {
+  const Scenario s = load_scenario(
+      "", {"model=moshi", "gpu=h200", "engine.scheduler=vllm_v1",
+           "engine.max_num_batched_tokens=1024",
+           "workload.arrival={\"type\":\"all_at_once\",\"sessions\":1}",
+           "workload.duration={\"type\":\"fixed\",\"seconds\":0.08}", "workload.prompt_tokens=2999",
+           "workload.input_tokens_per_frame=1", "workload.output_tokens_per_frame=1",
+           "horizon_s=1"});
+  const auto cost = make_cost_model(s);
+  StepLog log;
+  Engine engine(s, *cost, &log);
+  const RunResult r = engine.run();
+  ASSERT_EQ(log.steps.size(), 3u);
+  const int64_t chunks[3][2] = {{1024, 0}, {1024, 1024}, {952, 2048}};
+  Time t = 0;
+  for (int i = 0; i < 3; ++i) {
+    PassShape p;
+    add_chunk(p, 1, chunks[i][0], chunks[i][1], kv::Window{});
+    EXPECT_EQ(log.steps[i].start, t) << i;
+    EXPECT_EQ(log.steps[i].end - log.steps[i].start, from_seconds(cost->pass_seconds(p))) << i;
+    t = log.steps[i].end;
+  }
+  EXPECT_EQ(r.frames_served, 1);
+  EXPECT_GT(to_seconds(t), 0.0);
+}
+
+}  // namespace
+}  // namespace metronome
