@@ -415,6 +415,48 @@ def fig7(d, w, quick):
                   "admissions and the controller cuts its cap to the floor.")
 
 
+def fig9(d, w, quick):
+    sp = spec("fig9_exhaustion.json", quick)
+    styles = {"frame_stall": ("tab:red", "-"), "frame_preempt_recompute": ("tab:orange", "--"),
+              "vllm_v1": ("tab:blue", ":")}
+    fig, axes = plt.subplots(2, len(sp["models"]), figsize=(6.2 * len(sp["models"]), 7.4),
+                             squeeze=False)
+    rels = []
+    for col_i, key in enumerate(sp["models"]):
+        top, bottom = axes[0][col_i], axes[1][col_i]
+        ymax = 1.0
+        for mode, m in sp["modes"].items():
+            rel = f"fig9/{key}/{mode}"
+            rels.append(rel + "/summary.json")
+            ts = d.csv(rel + "/timeseries.csv")
+            t = np.array([num(r["t_s"]) for r in ts])
+            p99 = np.array([num(r["true_p99_ms"]) for r in ts])
+            tpf = np.array([num(r["tokens_per_frame"]) for r in ts])
+            color, ls = styles[mode]
+            top.plot(t, p99, color=color, ls=ls, lw=1.4, label=m["label"])
+            ymax = max(ymax, np.nanmax(p99) if np.isfinite(p99).any() else 1.0)
+            bottom.plot(t, tpf, color=color, ls=ls, lw=1.4, label=m["label"])
+            stall = d.json(rel + "/summary.json")["result"]["first_stall_s"]
+            if stall is not None:
+                for a in (top, bottom):
+                    a.axvline(stall, color=color, lw=0.6, ls=":")
+        for n, (mode, m) in enumerate(sp["modes"].items()):  # due frames, none answered
+            ts = d.csv(f"fig9/{key}/{mode}/timeseries.csv")
+            t = np.array([num(r["t_s"]) for r in ts])
+            gone = np.array([num(r["frames_due"]) > 0 and num(r["frames_served"]) == 0
+                             for r in ts])
+            top.plot(t[gone], np.full(gone.sum(), ymax * 1.5 ** (n + 1)), "v", color=styles[mode][0],
+                     ms=3, ls="none")
+        top.set_yscale("log")
+        top.set_ylabel("true p99 per-frame latency (ms)")
+        top.set_title(f"{w['models'][key]['label']}, 300 callers, unbounded KV\n(markers at the "
+                      "top: frames due, none answered)", fontsize=9)
+        bottom.set_ylabel("tokens produced per due frame")
+        bottom.set_xlabel("time (s); dotted: pool exhausted")
+    axes[1][0].legend(fontsize=8, loc="lower left")
+    return finish(fig, d.out, "fig9_exhaustion", "9. " + sp["title"], d.cost_models(rels))
+
+
 # ----------------------------------------------------------------------------------------------
 # REPORT.md
 
@@ -518,6 +560,17 @@ def report(d, w, quick, figs, started):
           [f3 + "scenario/workload/arrival/interval_s", f3 + "scenario/horizon_s",
            f3 + "result/deadline_miss_rate_reported", f3 + "result/silent_frame_fraction"],
           scales=[None, None, 100, 100])
+    sp9 = spec("fig9_exhaustion.json", quick)
+    for key in sp9["models"]:
+        for mode, m in sp9["modes"].items():
+            rel = f"fig9/{key}/{mode}/summary.json#/result/"
+            t.row(f"after exhaustion, {lab(key)}, 300 callers, {m['label']}: first stall; true "
+                  "p50 latency over the run (null: more than half the frames never answered); "
+                  "frames served of due; preemptions",
+                  "latency flat, then a wall of about 1.6 s with no tokens",
+                  "stall at {} s; true median {} s; {} of {} frames; {} preemptions",
+                  [rel + "first_stall_s", rel + "latency_true/p50_s", rel + "frames_served",
+                   rel + "frames_due", rel + "preemptions"])
     runs_log = d.json("runs_log.json")
     elapsed = time.time() - started if started else None
     lines = [
@@ -586,7 +639,7 @@ def main():
     a = ap.parse_args()
     d = Data(os.path.abspath(a.out))
     w = load(os.path.join(EXP_DIR, "workloads.json"))
-    figs = [f(d, w, a.quick) for f in (fig1, fig2, fig3, fig4, fig5, fig6, fig7)]
+    figs = [f(d, w, a.quick) for f in (fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig9)]
     report(d, w, a.quick, figs, a.started)
     print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)
 

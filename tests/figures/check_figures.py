@@ -15,7 +15,7 @@ import struct
 import sys
 
 FIGURES = ["fig1_cliff_vs_ramp", "fig2_pool_fill", "fig3_silent_failure", "fig4_metastability",
-           "fig5_admission", "fig6_prediction", "fig7_capacity"]
+           "fig5_admission", "fig6_prediction", "fig7_capacity", "fig9_exhaustion"]
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 SOURCE = re.compile(r"`([^`#]+)#([^`]*)`(?:\s*x([0-9.]+))?")
 
