@@ -12,14 +12,21 @@
 namespace metronome {
 namespace {
 
-// The scenario with n callers spread evenly over one frame period, calls outlasting the probe, no
-// admission control and a pool that never binds.
-Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s) {
+// The scenario with n callers over one frame period, calls outlasting the probe, no admission
+// control and a pool that never binds. Phases evenly spread (the best case) or, as Poisson callers
+// get them, at random (n Poisson arrivals at n per period).
+Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool random_phases) {
   Scenario p = s;
   p.workload.arrival = ArrivalConfig{};
-  p.workload.arrival.type = "fixed_interval";
-  p.workload.arrival.sessions = n;
-  p.workload.arrival.interval_s = s.workload.frame_period_s / static_cast<double>(n);
+  if (random_phases) {
+    p.workload.arrival.type = "poisson";
+    p.workload.arrival.rate_per_s = static_cast<double>(n) / s.workload.frame_period_s;
+    p.workload.arrival.max_sessions = n;
+  } else {
+    p.workload.arrival.type = "fixed_interval";
+    p.workload.arrival.sessions = n;
+    p.workload.arrival.interval_s = s.workload.frame_period_s / static_cast<double>(n);
+  }
   p.workload.duration = DurationConfig{};
   p.workload.duration.type = "fixed";
   p.workload.duration.seconds = 2 * probe_s + 1;
@@ -29,8 +36,8 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s) {
   return p;
 }
 
-bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_s) {
-  const Scenario p = probe_scenario(s, n, probe_s);
+bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_s, bool random) {
+  const Scenario p = probe_scenario(s, n, probe_s, random);
   const RunResult r = simulate(p);
   return r.reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
          r.frames_silent * 100 < r.frames_due;
@@ -70,19 +77,26 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     c.memory_cap = pred.pool.num_blocks / blocks;
   }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
-  int64_t lo = 0, hi = 1;
-  while (hi <= (int64_t{1} << 20) && meets_deadline(s, hi, fraction, probe_s)) {
+  auto search = [&](bool random) {
+    int64_t lo = 0, hi = 1;
+    while (hi <= (int64_t{1} << 20) && meets_deadline(s, hi, fraction, probe_s, random)) {
+      ++c.probes;
+      lo = hi;
+      hi *= 2;
+    }
     ++c.probes;
-    lo = hi;
-    hi *= 2;
-  }
-  ++c.probes;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    ++c.probes;
-    (meets_deadline(s, mid, fraction, probe_s) ? lo : hi) = mid;
-  }
-  c.deadline_cap = lo;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      ++c.probes;
+      (meets_deadline(s, mid, fraction, probe_s, random) ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  c.deadline_cap_even = search(false);
+  // Under the scenario's own arrivals: Poisson callers have random phases, whose bunching makes
+  // the tail later than evenly spread callers'.
+  c.random_phases = s.workload.arrival.type == "poisson";
+  c.deadline_cap = c.random_phases ? search(true) : c.deadline_cap_even;
   c.binding = c.deadline_cap < c.memory_cap ? "deadline" : "memory";
   return c;
 }
@@ -96,6 +110,8 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
             {"memory_cap_call_s",
              c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
             {"deadline_cap_sessions", c.deadline_cap},
+            {"deadline_cap_phases", c.random_phases ? "random (Poisson callers)" : "even"},
+            {"deadline_cap_even_phases_sessions", c.deadline_cap_even},
             {"deadline_fraction", c.fraction},
             {"deadline_s", s.workload.deadline()},
             {"probe_s", c.probe_s},
@@ -116,8 +132,13 @@ std::string capacity_text(const Scenario& s, const CapacityReport& c) {
   }
   out += fmt::format(
       "deadline cap  {} sessions (reported p95 <= {:.2f} x {:.1f} ms after a {:.0f} s "
-      "probe; {} simulated runs)\n",
-      c.deadline_cap, c.fraction, s.workload.deadline() * 1e3, c.probe_s, c.probes);
+      "probe, {}; {} simulated runs)\n",
+      c.deadline_cap, c.fraction, s.workload.deadline() * 1e3, c.probe_s,
+      c.random_phases
+          ? fmt::format("callers at random phases as Poisson arrivals give; {} evenly spread",
+                        c.deadline_cap_even)
+          : std::string("callers evenly spread over a frame period"),
+      c.probes);
   out += fmt::format("binding       {} ({} sessions)\n", c.binding,
                      std::min(c.memory_cap, c.deadline_cap));
   return out;

@@ -24,7 +24,9 @@ struct CapacityReport {
   int64_t memory_cap = 0;
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
   double call_s = 0;
-  int64_t deadline_cap = 0;
+  int64_t deadline_cap = 0;       // under the scenario's arrivals (random phases for Poisson)
+  int64_t deadline_cap_even = 0;  // callers evenly spread over a period: the best case
+  bool random_phases = false;
   double fraction = 0;  // of the deadline
   double probe_s = 0;
   int64_t probes = 0;   // simulated runs

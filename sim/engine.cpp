@@ -67,6 +67,12 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
   }
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
   admission_ = make_admission_controller(s.admission, s.workload.deadline());
+  // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
+  // only when call lengths are known at admission (fixed durations).
+  const bool boundable = s.kv_policy.type == "windowed" || s.workload.duration.type == "fixed";
+  memory_guard_ = s.admission.memory_guard == "on" ||
+                  (s.admission.memory_guard == "auto" && s.admission.type != "none" && boundable);
+  if (s.kv_policy.type == "windowed") window_reserve_ = max_blocks_per_session(s);
   control_on_ = admission_->adaptive();
   control_true_ = s.admission.signal == "true";
   control_period_ = std::max<Time>(1, from_seconds(s.admission.interval_s));
@@ -133,19 +139,35 @@ void Engine::on_arrival(Time now) {
     ++interval_rejected_;
     return;
   }
+  // The call's length is drawn now; its frames and worst-case blocks follow from it.
+  const double left_s = to_seconds(horizon_ - now);
+  const bool outlives = duration_s >= left_s;
+  const Time d = outlives ? 0 : std::max<Time>(1, from_seconds(duration_s));
+  const int64_t frames = outlives ? (horizon_ - now) / period_ + 2 : kv::ceil_div(d, period_);
+  int64_t reserve = 0;
+  if (memory_guard_) {
+    Session probe;
+    probe.frames_total = frames;
+    reserve = reserve_for(probe);
+    if (reserved_ + reserve > pool_.capacity()) {
+      ++result_.sessions_rejected;
+      ++result_.admission.rejected_by_memory;
+      ++interval_rejected_;
+      return;
+    }
+    reserved_ += reserve;
+  }
 
   const int64_t id = new_slot();
   Session& s = sessions_[id];
   s.arrival = now;
+  s.reserve = reserve;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
-  const double left_s = to_seconds(horizon_ - now);
-  if (duration_s >= left_s) {
+  s.frames_total = frames;
+  if (outlives) {
     s.end = kNever;
-    s.frames_total = (horizon_ - now) / period_ + 2;
   } else {
-    const Time d = std::max<Time>(1, from_seconds(duration_s));
     s.end = now + d;
-    s.frames_total = kv::ceil_div(d, period_);
     events_.push(s.end, EventKind::kDeparture, id, incarnation_[id]);
   }
   s.admit_order = next_admit_order_++;
@@ -197,7 +219,8 @@ bool Engine::absorb_into_back(int64_t id) {
       s.state != Session::State::kLive || c.in_step || c.stalled || s.stalled ||
       c.admit_order + c.count != s.admit_order || c.arrival != s.arrival || c.end != s.end ||
       c.next_frame != s.next_frame || c.next_release != s.next_release || c.ctx != s.ctx ||
-      c.held != s.held || c.recompute != s.recompute || c.frames_total != s.frames_total) {
+      c.held != s.held || c.recompute != s.recompute || c.frames_total != s.frames_total ||
+      c.reserve != s.reserve) {
     return false;
   }
   c.count += s.count;
@@ -210,6 +233,7 @@ bool Engine::absorb_into_back(int64_t id) {
 void Engine::on_departure(int64_t id) {
   Session& s = sessions_[id];
   if (vllm_) vllm_->finish(id);
+  reserved_ -= s.reserve * s.count;
   pool_.release(s.held * s.count);
   s.held = 0;
   if (s.stalled) {
@@ -533,6 +557,8 @@ void Engine::on_step_done(Time now) {
   busy_ = false;
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
+  ++control_steps_;
+  control_frames_ += batch_members_;
   if (vllm_) vllm_step_done(now);
   for (const Ticket& t : batch_) {
     Session& s = sessions_[t.id];
@@ -585,6 +611,11 @@ void Engine::sample_until(Time t) {
       x.admission_cap = cap == kNoCap ? -1 : cap;
       x.sessions_rejected = interval_rejected_;
       observer_->on_sample(x);
+    }
+    if (2 * at >= horizon_) {  // the steady state N* and the missed-deadline flag are read over
+      ++last_half_live_[live_];
+      last_half_due_ += std::max<int64_t>(0, due - due_at_last_sample_);
+      last_half_on_time_ += interval_.frames_on_time;
     }
     due_at_last_sample_ = due;
     silent_at_last_sample_ = silent;
@@ -644,6 +675,7 @@ void Engine::on_control(Time now) {
   sig.frames = control_hist_.total();
   sig.latency_s = control_hist_.percentile(scenario_.admission.quantile);
   sig.live = live_;
+  sig.settled_latency_s = settled_latency(sig.latency_s);
   const int64_t before = admission_->cap();
   admission_->on_interval(sig);
   const int64_t after = admission_->cap();
@@ -657,6 +689,7 @@ void Engine::on_control(Time now) {
   max_cap_seen_ = std::max(max_cap_seen_, after);
   if (2 * now >= horizon_) ++last_half_caps_[after];
   control_hist_.clear();
+  control_steps_ = control_frames_ = 0;
   if (now + control_period_ <= horizon_) events_.push(now + control_period_, EventKind::kControl);
 }
 
@@ -669,25 +702,80 @@ void Engine::summarise_admission() {
   a.initial_cap = control_on_ ? scenario_.admission.initial_cap : cap;
   a.final_cap = cap;
   a.max_cap = std::max(a.initial_cap, max_cap_seen_);
+  a.memory_guard = memory_guard_;
+  if (memory_guard_ && window_reserve_ > 0) a.memory_cap = pool_.capacity() / window_reserve_;
   if (last_half_caps_.empty()) last_half_caps_[cap] = 1;
-  int64_t n = 0;
-  for (const auto& [c, k] : last_half_caps_) n += k;
-  // The p-quantile of the last half's caps: the smallest cap whose cumulative count reaches p x n.
-  auto q = [&](double p) {
+  if (last_half_live_.empty()) last_half_live_[live_] = 1;
+  // The p-quantile of a last-half distribution (value -> instants): the smallest value whose
+  // cumulative count reaches p x n.
+  auto q = [](const std::map<int64_t, int64_t>& m, double p) {
+    int64_t n = 0;
+    for (const auto& [v, k] : m) n += k;
     const int64_t rank =
         std::clamp<int64_t>(static_cast<int64_t>(std::ceil(p * static_cast<double>(n))), 1, n);
     int64_t seen = 0;
-    for (const auto& [c, k] : last_half_caps_) {
+    for (const auto& [v, k] : m) {
       seen += k;
-      if (seen >= rank) return static_cast<double>(c);
+      if (seen >= rank) return static_cast<double>(v);
     }
-    return static_cast<double>(last_half_caps_.rbegin()->first);
+    return static_cast<double>(m.rbegin()->first);
   };
-  a.n_star = q(0.5);
-  a.cap_p5 = q(0.05);
-  a.cap_p25 = q(0.25);
-  a.cap_p75 = q(0.75);
-  a.cap_p95 = q(0.95);
+  a.n_star = q(last_half_live_, 0.5);
+  a.live_p5 = q(last_half_live_, 0.05);
+  a.live_p95 = q(last_half_live_, 0.95);
+  a.cap_median = q(last_half_caps_, 0.5);
+  a.cap_p5 = q(last_half_caps_, 0.05);
+  a.cap_p25 = q(last_half_caps_, 0.25);
+  a.cap_p75 = q(last_half_caps_, 0.75);
+  a.cap_p95 = q(last_half_caps_, 0.95);
+  if (result_.first_stall_s) a.flags.push_back("stalled");
+  if (static_cast<double>(cap) < 0.5 * *a.n_star) a.flags.push_back("collapsed");
+  if (100 * (last_half_due_ - last_half_on_time_) > last_half_due_) {
+    a.flags.push_back("missed_deadlines");
+  }
+}
+
+// The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;
+// unbounded, what it holds while its last frame is served.
+int64_t Engine::reserve_for(const Session& s) const {
+  if (window_reserve_ > 0) return window_reserve_;
+  const int64_t m = s.frames_total - 1;
+  const int64_t ctx = m <= 0 ? 0 : prompt_ + m * n_kv_;
+  return kv::step_blocks(ctx, n_kv_ + (m <= 0 ? prompt_ : 0), window_, block_size_);
+}
+
+// The controller's forecast: the observed latency scaled by how much the interval's typical step
+// (its mean batch, over the live sessions' mean context) costs once every context has settled at
+// S + W and the batch has grown with `increase` more sessions, against what it costs now. The
+// observation anchors the forecast; the cost model only says how much settling adds. Unbounded
+// contexts never settle: the observation stands.
+double Engine::settled_latency(double observed) const {
+  if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || control_steps_ == 0) {
+    return observed;
+  }
+  double cached = 0;
+  for (const Session& s : sessions_) {
+    if (s.state == Session::State::kGone) continue;
+    cached += static_cast<double>(cached_visible(s.ctx, window_) * s.count);
+  }
+  const double batch = static_cast<double>(control_frames_) / static_cast<double>(control_steps_);
+  const double more = std::ceil(scenario_.admission.increase);
+  PassShape now;
+  add_chunk(now, std::max<int64_t>(1, std::llround(batch)), n_in_,
+            std::llround(cached / static_cast<double>(live_)), window_);
+  const double step_now = cost_.pass_seconds(now);
+  // A longer step gathers more released frames into the next one: the settled batch grows with
+  // the sessions and with the step time, a fixed point found by a few substitutions.
+  double step = step_now;
+  for (int i = 0; i < 8; ++i) {
+    const double grown = batch * (static_cast<double>(live_) + more) /
+                         static_cast<double>(live_) * step / step_now;
+    PassShape settled;
+    add_chunk(settled, std::max<int64_t>(1, std::llround(grown)), n_in_,
+              window_.window + window_.sinks, window_);
+    step = cost_.pass_seconds(settled);
+  }
+  return observed * step / step_now;
 }
 
 void Engine::finish() {

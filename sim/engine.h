@@ -154,7 +154,17 @@ class Engine {
   // Caps after each control instant in the last half of the horizon (value -> intervals), and the
   // largest cap seen: bounded by the distinct caps, not by the horizon.
   std::map<int64_t, int64_t> last_half_caps_;
+  std::map<int64_t, int64_t> last_half_live_;  // live sessions at those instants: N*
   int64_t max_cap_seen_ = 0;
+  // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
+  bool memory_guard_ = false;
+  int64_t reserved_ = 0;
+  int64_t window_reserve_ = 0;  // windowed: the per-session bound
+  // Frames due and on time over the last half of the horizon (for the missed-deadline flag).
+  int64_t last_half_due_ = 0, last_half_on_time_ = 0;
+  int64_t control_steps_ = 0, control_frames_ = 0;  // steps and frames served in the interval
+  double settled_latency(double observed) const;
+  int64_t reserve_for(const Session& s) const;
 
   RunResult result_;
   // Time-series state for the interval that ends at next_sample_.

@@ -35,6 +35,13 @@ json admission_json(const AdmissionSummary& a) {
   return {{"capped", true},
           {"adaptive", a.adaptive},
           {"n_star", opt(a.n_star)},
+          {"live_p5", opt(a.live_p5)},
+          {"live_p95", opt(a.live_p95)},
+          {"flags", a.flags},
+          {"memory_guard", a.memory_guard},
+          {"memory_cap", opt(a.memory_cap)},
+          {"rejected_by_memory", a.rejected_by_memory},
+          {"cap_median", opt(a.cap_median)},
           {"cap_p5", opt(a.cap_p5)},
           {"cap_p25", opt(a.cap_p25)},
           {"cap_p75", opt(a.cap_p75)},
@@ -205,11 +212,17 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
                    ms(r.true_latency.percentile(0.5)), ms(r.true_latency.percentile(0.99)));
   if (r.admission.capped) {
     const auto& a = r.admission;
+    std::string flags;
+    for (const auto& f : a.flags) flags += (flags.empty() ? "" : ", ") + f;
     o << fmt::format(
-        "admission  {}: N* = {} (median cap over the last half; p5 {} p95 {}), {} of {} "
-        "callers rejected, {} increases, {} decreases\n",
-        s.admission.type, *a.n_star, *a.cap_p5, *a.cap_p95, r.sessions_rejected, r.sessions_arrived,
-        a.increases, a.decreases);
+        "admission  {}: N* = {} sessions served (median live over the last half; p5 {} p95 {}); "
+        "cap median {}; {} of {} callers rejected ({} by the memory guard{}), {} increases, {} "
+        "decreases{}\n",
+        s.admission.type, *a.n_star, *a.live_p5, *a.live_p95, *a.cap_median, r.sessions_rejected,
+        r.sessions_arrived, a.rejected_by_memory,
+        a.memory_guard ? (a.memory_cap ? fmt::format(", memory cap {}", *a.memory_cap) : "")
+                       : ", off",
+        a.increases, a.decreases, flags.empty() ? "" : "; FLAGGED: " + flags);
   }
   o << fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
                    r.peak_pool_blocks, p.pool.num_blocks,

@@ -5,18 +5,29 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+#include <string>
 
 #include "sim/latency_histogram.h"
 
 namespace metronome {
 
-// The admission controller's trace, summarised. N* (the converged cap) is the median of the cap
-// over the last half of the horizon, read at each control instant; its spread is the
-// 5th/25th/75th/95th percentiles of the same values (nearest rank).
+// The admission controller's trace, summarised. N* is the number of sessions served in steady
+// state: the median of the live sessions over the last half of the horizon, read at each control
+// instant, with its 5th/95th percentiles; the cap's median and percentiles are kept beside it
+// (nearest rank). `flags` marks a run whose N* is not a schedulable concurrency: "stalled" (the
+// pool refused an allocation), "collapsed" (the cap ended below half of N*: the controller cut
+// while the admitted callers stayed), "missed_deadlines" (over 1% of the last half's due frames
+// late or silent).
 struct AdmissionSummary {
   bool capped = false;    // a controller other than "none"
   bool adaptive = false;  // the cap moved online (aimd, gradient)
-  std::optional<double> n_star, cap_p5, cap_p25, cap_p75, cap_p95;
+  std::optional<double> n_star, live_p5, live_p95;
+  std::optional<double> cap_median, cap_p5, cap_p25, cap_p75, cap_p95;
+  std::vector<std::string> flags;
+  bool memory_guard = false;             // callers were refused when their worst case did not fit
+  int64_t rejected_by_memory = 0;        // of sessions_rejected
+  std::optional<int64_t> memory_cap;     // windowed with the guard: pool / per-session bound
   int64_t initial_cap = 0, final_cap = 0, max_cap = 0;
   int64_t increases = 0, decreases = 0, control_intervals = 0;
   std::optional<double> first_decrease_s;

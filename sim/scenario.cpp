@@ -192,6 +192,7 @@ AdmissionConfig parse_admission(JsonSection a) {
   c.type = a.one_of("type", c.type, {"none", "static", "aimd", "gradient"});
   const bool fixed = c.type == "static";
   c.cap = a.integer("cap", fixed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
+  c.memory_guard = a.one_of("memory_guard", c.memory_guard, {"auto", "on", "off"});
   c.interval_s = a.in_range("interval_s", c.interval_s, 1e-6, kMaxSeconds);
   c.signal = a.one_of("signal", c.signal, {"reported", "true"});
   c.quantile = a.in_range("quantile", c.quantile, 0, 1);
@@ -345,6 +346,12 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
       out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
   top.finish();
+  if (s.admission.memory_guard == "on" && s.kv_policy.type != "windowed" &&
+      s.workload.duration.type != "fixed") {
+    throw ConfigError(source + ": admission.memory_guard: \"on\" needs a bound on each session's "
+                      "blocks: windowed KV, or unbounded KV with workload.duration.type \"fixed\" "
+                      "(random call lengths are unknown at admission); use \"auto\" or \"off\"");
+  }
   if (s.engine.scheduler == "vllm_v1" && s.workload.frame_jitter_s > 0) {
     throw ConfigError(source + ": workload.frame_jitter_s: expected 0 with engine.scheduler "
                       "\"vllm_v1\" (its frames are released on the period grid)");
@@ -430,6 +437,7 @@ nlohmann::json to_json(const Scenario& s) {
   const auto& a = s.admission;
   json admission = {{"type", a.type}};
   if (a.type == "static") admission["cap"] = a.cap;
+  if (a.type != "none" || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
   if (a.type == "aimd" || a.type == "gradient") {
     admission.update({{"interval_s", a.interval_s},
                       {"signal", a.signal},

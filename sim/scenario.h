@@ -89,6 +89,11 @@ struct CostModelConfig {
 struct AdmissionConfig {
   std::string type = "none";  // none | static | aimd | gradient
   int64_t cap = 0;            // static: the fixed cap
+  // A guard that composes with any controller: a caller is admitted only if every admitted
+  // session's worst-case blocks (windowed: S + W + the frame, whole blocks; unbounded with fixed
+  // call lengths: its KV at hang-up) fit the pool. auto: on where that bound exists and a
+  // controller is chosen; on: required (an error where it cannot be bounded); off.
+  std::string memory_guard = "auto";
   // aimd and gradient: the control loop
   double interval_s = 1.0;          // control interval
   std::string signal = "reported";  // reported | true latency

@@ -21,6 +21,7 @@ struct Session {
   int64_t step_alloc = 0;    // blocks the running step holds for it (to free the excess after)
   int64_t recompute = 0;     // tokens to recompute before the next frame (after a preemption)
   int64_t admit_order = 0;   // larger is newer; preemption takes the newest first
+  int64_t reserve = 0;       // memory guard: the most blocks this session can hold (per member)
   // Identical callers (same arrival, end and state: all at once, fixed length) are simulated as one
   // cohort of `count` members with consecutive admit orders; every other field is per member.
   int64_t count = 1;

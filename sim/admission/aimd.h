@@ -3,9 +3,19 @@
 // Each control interval the engine reports q = the admission.quantile (default p95) of per-frame
 // latency, reported (default) or true. With D the frame deadline:
 //   q > high_fraction x D            cap <- max(floor, cap x decrease_factor)        (congestion)
+//                                    only while cap >= live: below the live count a cut admits
+//                                    nobody less, and cutting on would wind the cap down to the
+//                                    floor while the admitted callers stay (no windup)
 //   q < low_fraction  x D            cap <- min(max_cap, cap + increase)             (headroom)
-//                                    only while the cap is in use: 2 x live >= cap, so an idle
-//                                    engine does not inflate a cap it never tested
+//                                    only while the cap is in use (2 x live >= cap, so an idle
+//                                    engine does not inflate a cap it never tested) and while the
+//                                    settled forecast (ControlSignal.settled_latency_s) stays at
+//                                    or under the band's middle, (low + high) / 2 x D: a windowed
+//                                    session's cost keeps growing for W frame periods after
+//                                    admission, so the measured signal lags; an increase whose
+//                                    settled cost would reach the congestion side is not made
+//                                    (the middle, not high: the forecast is a first-order model,
+//                                    and W = 1920 over-admitted past the deadline cap with high)
 //   otherwise                        hold
 // An interval without frames holds. The cap is kept as a real number and admits floor(cap).
 #pragma once

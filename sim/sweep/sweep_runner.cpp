@@ -58,6 +58,11 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
   row["peak_live_sessions"] = r.peak_live_sessions;
   row["preemptions"] = r.preemptions;
   row["n_star"] = opt(r.admission.n_star);
+  {
+    std::string flags;
+    for (const auto& f : r.admission.flags) flags += (flags.empty() ? "" : "+") + f;
+    row["admission_flags"] = flags;
+  }
   row["cap_p5"] = opt(r.admission.cap_p5);
   row["cap_p95"] = opt(r.admission.cap_p95);
   row["frames_due"] = r.frames_due;

@@ -45,10 +45,12 @@ TEST(Admission, WindowedAimdSettlesInABandBelowTheMemoryCapWithoutStalling) {
 
 TEST(Admission, UnboundedAimdOverAdmitsAndStalls) {
   const Scenario s = contrast("unbounded");
+  ASSERT_EQ(s.admission.memory_guard, "off");  // the controller alone
   const RunResult r = simulate(s);
   const auto p = predict_first_order(s);
   const auto& a = r.admission;
   ASSERT_TRUE(r.crashed);
+  EXPECT_NE(std::find(a.flags.begin(), a.flags.end(), "stalled"), a.flags.end());
   ASSERT_TRUE(r.first_stall_s);
   EXPECT_LT(*r.first_stall_s, s.horizon_s / 2);
   // Sessions whose whole call fits the pool: pool tokens / (tokens per second x horizon).
@@ -105,26 +107,73 @@ TEST(Admission, AimdRulesOnOneInterval) {
   ControlSignal sig;
   sig.frames = 10;
   sig.live = 100;
-  sig.latency_s = 0.005;  // below 0.8 x 10 ms: +2
+  sig.latency_s = sig.settled_latency_s = 0.005;  // below 0.8 x 10 ms: +2
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 102);
-  sig.latency_s = 0.0085;  // between the fractions: hold
+  sig.latency_s = sig.settled_latency_s = 0.0085;  // between the fractions: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 102);
   sig.latency_s = 0.0095;  // above 0.9 x 10 ms: x0.9
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 91);
-  sig.latency_s = std::numeric_limits<double>::infinity();  // censored: congestion
+  sig.latency_s = std::numeric_limits<double>::infinity();  // censored: congestion, but the cap
+  m.on_interval(sig);                                       // is below the 100 live: no windup
+  EXPECT_EQ(m.cap(), 91);
+  sig.live = 80;  // departures took the live count under the cap: the cut applies again
   m.on_interval(sig);
-  EXPECT_EQ(m.cap(), 82);
+  EXPECT_EQ(m.cap(), 82);  // 91.8 x 0.9: the cap is kept as a real number
   sig.frames = 0;  // nothing observed: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 82);
   sig.frames = 10;
   sig.latency_s = 0.001;
-  sig.live = 10;  // the cap is not in use: no growth
+  sig.settled_latency_s = 0.0087;  // headroom now, but settled past (0.8 + 0.9) / 2 x 10 ms: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 82);
+  sig.settled_latency_s = 0.0084;  // settled under it: +2
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 84);
+  sig.live = 10;  // the cap is not in use: no growth
+  m.on_interval(sig);
+  EXPECT_EQ(m.cap(), 84);
+}
+
+// The memory guard composes with any controller: windowed KV bounds each session's blocks, so no
+// controller, however eager, admits past the memory cap, and the pool never runs out.
+TEST(Admission, MemoryGuardNeverAdmitsPastTheMemoryCap) {
+  for (const char* ctl : {"aimd", "static", "gradient"}) {
+    // W = 1920: a memory cap of 106 sessions; AIMD's signal alone admitted 170 and stalled.
+    std::vector<std::string> sets = {"kv_policy.window_tokens=1920",
+                                     std::string("admission.type=") + ctl, "admission.cap=500",
+                                     "admission.increase=20", "admission.low_fraction=10",
+                                     "admission.high_fraction=20", "horizon_s=300"};
+    const Scenario s = contrast("windowed", sets);
+    const auto p = predict_first_order(s);
+    const RunResult r = simulate(s);
+    ASSERT_TRUE(r.admission.memory_cap) << ctl;
+    EXPECT_EQ(*r.admission.memory_cap, *p.memory_cap_sessions) << ctl;
+    EXPECT_LE(r.peak_live_sessions, *p.memory_cap_sessions) << ctl;
+    EXPECT_EQ(r.peak_live_sessions, *p.memory_cap_sessions) << ctl;  // and it fills up to it
+    EXPECT_GT(r.admission.rejected_by_memory, 0) << ctl;
+    EXPECT_FALSE(r.first_stall_s.has_value()) << ctl;
+    // Off, the same eager controller runs the pool out.
+    sets.push_back("admission.memory_guard=off");
+    const RunResult off = simulate(contrast("windowed", sets));
+    EXPECT_GT(off.peak_live_sessions, *p.memory_cap_sessions) << ctl;
+    EXPECT_TRUE(off.first_stall_s.has_value()) << ctl;
+  }
+}
+
+// Unbounded KV with known call lengths: the guard reserves each call's KV at hang-up, so AIMD
+// cannot over-admit into the cliff; with random call lengths it cannot be asked to.
+TEST(Admission, MemoryGuardBoundsUnboundedCallsOfKnownLength) {
+  const Scenario s = contrast("unbounded", {"admission.memory_guard=on"});
+  const RunResult r = simulate(s);
+  EXPECT_FALSE(r.first_stall_s.has_value());
+  EXPECT_GT(r.admission.rejected_by_memory, 0);
+  EXPECT_THROW(contrast("unbounded", {"admission.memory_guard=on",
+                                      "workload.duration={\"type\":\"exponential\",\"mean_s\":600}"}),
+               ConfigError);
 }
 
 TEST(Admission, GradientLimitsTheWindowedScenarioWithoutStalling) {
