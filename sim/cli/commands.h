@@ -13,6 +13,7 @@ Run add_predict(CLI::App& app);
 Run add_sweep(CLI::App& app);
 Run add_sweep_merge(CLI::App& app);
 Run add_capacity(CLI::App& app);
+Run add_recommend(CLI::App& app);
 std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // calibrate/calibrate_command.cpp
 Run add_replay(CLI::App& app);                           // replay/replay_command.cpp
 

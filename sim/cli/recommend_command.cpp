@@ -1,0 +1,82 @@
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+#include "sim/cli/commands.h"
+#include "sim/cli/scenario_options.h"
+#include "sim/config_error.h"
+#include "sim/json_file.h"
+#include "sim/recommend.h"
+
+namespace metronome::cli {
+
+Run add_recommend(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "recommend",
+      "Pick the window W and sinks S that serve the most sessions on time: for each (W, S) of a "
+      "grid, the memory cap, the deadline cap and N* (sessions served at steady state under the "
+      "scenario's admission controller, default AIMD) across seeds; the best cell meets the "
+      "quality floor and has no stalled, collapsed or late run. Prints the ranked table.");
+  struct Options {
+    ScenarioOptions scenario;
+    std::vector<int64_t> windows{240, 480, 960, 1920};
+    std::vector<int64_t> sinks{0, 4, 16};
+    int64_t seeds = 5;
+    int64_t min_window = 0, min_sinks = 0;
+    std::string quality;
+    double max_ppl_ratio = 0;
+    int jobs = 1;
+  };
+  auto o = std::make_shared<Options>();
+  o->scenario.add_to(*cmd);
+  cmd->add_option("--windows", o->windows, "Window sizes W to try, tokens (default 240 480 960 1920)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
+  cmd->add_option("--sinks", o->sinks, "Sink sizes S to try, tokens (default 0 4 16)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  cmd->add_option("--seeds", o->seeds, "Seeds per cell for N* (default 5: seed, seed+1, ...)")
+      ->check(CLI::Range(int64_t{1}, int64_t{10'000}));
+  cmd->add_option("--min-window", o->min_window,
+                  "Quality floor: the smallest window acceptable, tokens (default 0)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  cmd->add_option("--min-sinks", o->min_sinks,
+                  "Quality floor: the fewest sink tokens acceptable (default 0)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  cmd->add_option("--quality", o->quality,
+                  "A `metronome quality --json` output: its (W, S) perplexity ratios to full "
+                  "attention are the quality measure (with --max-ppl-ratio)");
+  cmd->add_option("--max-ppl-ratio", o->max_ppl_ratio,
+                  "Quality floor: the largest perplexity ratio to full attention acceptable "
+                  "(needs --quality)")
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("-j,--jobs", o->jobs, "Worker threads (default 1); results do not depend on it")
+      ->check(CLI::Range(1, 256));
+  return [o]() {
+    Scenario s = o->scenario.load();
+    if (s.admission.type == "none") s.admission.type = "aimd";  // N* needs a controller
+    RecommendSpec spec;
+    spec.windows = o->windows;
+    spec.sinks = o->sinks;
+    spec.seeds = o->seeds;
+    spec.min_window = o->min_window;
+    spec.min_sinks = o->min_sinks;
+    spec.jobs = o->jobs;
+    spec.progress = isatty(2) != 0 || o->scenario.json;
+    if (o->max_ppl_ratio > 0) {
+      if (o->quality.empty()) throw ConfigError("--max-ppl-ratio: needs --quality FILE");
+      spec.max_ppl_ratio = o->max_ppl_ratio;
+    }
+    if (!o->quality.empty()) spec.ppl_ratio = read_ppl_ratios(o->quality);
+    const Recommendation r = recommend(s, spec);
+    if (o->scenario.json) {
+      std::cout << recommend_json(s, spec, r).dump(2) << "\n";
+    } else {
+      std::cout << recommend_text(s, r);
+    }
+    return 0;  // no eligible cell is an answer too: "best" is null
+  };
+}
+
+}  // namespace metronome::cli

@@ -1,0 +1,232 @@
+#include "sim/recommend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "sim/capacity.h"
+#include "sim/config_error.h"
+#include "sim/json_file.h"
+#include "sim/engine.h"
+#include "sim/first_order.h"
+#include "sim/report.h"
+
+namespace metronome {
+namespace {
+
+Scenario cell_scenario(const Scenario& base, int64_t w, int64_t s) {
+  Scenario c = base;
+  c.kv_policy.type = "windowed";
+  c.kv_policy.window_tokens = w;
+  c.kv_policy.sink_tokens = s;
+  return c;
+}
+
+double nearest_rank(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(p * static_cast<double>(v.size()))));
+  return v[std::min(rank, v.size()) - 1];
+}
+
+}  // namespace
+
+std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(const std::string& path) {
+  const nlohmann::json j = read_json_file(path, "quality file");
+  auto bad = [&](const std::string& what) {
+    return ConfigError(path + ": " + what + " (expected the output of metronome quality --json)");
+  };
+  if (!j.is_object() || !j.contains("perplexity") || !j["perplexity"].is_array()) {
+    throw bad("perplexity: missing or not an array");
+  }
+  std::optional<double> full;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, double>> ppl;
+  for (const auto& p : j["perplexity"]) {
+    if (!p.is_object() || !p.contains("ppl_from") || !p["ppl_from"].is_number() ||
+        !p.contains("window") || !p.contains("sinks") || !p["sinks"].is_number_integer()) {
+      throw bad("perplexity[]: each entry needs window, sinks and a numeric ppl_from");
+    }
+    const double v = p["ppl_from"].get<double>();
+    if (!std::isfinite(v) || v <= 0) throw bad("perplexity[].ppl_from: a positive number");
+    if (p["window"].is_null()) {
+      full = v;
+    } else if (p["window"].is_number_integer()) {
+      ppl.push_back({{p["window"].get<int64_t>(), p["sinks"].get<int64_t>()}, v});
+    } else {
+      throw bad("perplexity[].window: an integer, or null for full attention");
+    }
+  }
+  if (!full) throw bad("perplexity: no full-attention entry (window null) to compare against");
+  for (auto& [ws, v] : ppl) v /= *full;
+  return ppl;
+}
+
+Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
+  Recommendation out;
+  for (const int64_t w : spec.windows) {
+    for (const int64_t s : spec.sinks) {
+      RecommendCell c;
+      c.window = w;
+      c.sinks = s;
+      out.cells.push_back(c);
+    }
+  }
+  const size_t n = out.cells.size();
+  const auto seeds = static_cast<size_t>(spec.seeds);
+  // One task per capacity search and per seeded run; results land in their own slots, so the
+  // output does not depend on the thread count.
+  const size_t tasks = n * (1 + seeds);
+  std::vector<RunResult> runs(n * seeds);
+  std::vector<int64_t> deadline_caps(n);
+  std::atomic<size_t> next{0}, done{0};
+  const double fraction = spec.fraction > 0 ? spec.fraction : base.admission.high_fraction;
+  auto work = [&]() {
+    for (size_t t; (t = next++) < tasks;) {
+      const size_t cell = t / (1 + seeds), k = t % (1 + seeds);
+      const Scenario sc = cell_scenario(base, out.cells[cell].window, out.cells[cell].sinks);
+      if (k == 0) {
+        deadline_caps[cell] = compute_capacity(sc, fraction).deadline_cap;
+      } else {
+        Scenario run = sc;
+        run.seed = base.seed + (k - 1);
+        runs[cell * seeds + (k - 1)] = simulate(run);
+      }
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 1; j < std::max(1, spec.jobs); ++j) pool.emplace_back(work);
+  if (spec.progress) {
+    // The calling thread reports progress while the workers run, then joins in the work.
+    std::thread reporter([&]() {
+      const auto start = std::chrono::steady_clock::now();
+      double last = -10;
+      while (done < tasks) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const double el =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (el - last >= 5 || done == tasks) {
+          last = el;
+          std::cerr << fmt::format("recommend: {} of {} runs, {:.0f} s\n", done.load(), tasks, el);
+        }
+      }
+    });
+    work();
+    for (auto& t : pool) t.join();
+    reporter.join();
+  } else {
+    work();
+    for (auto& t : pool) t.join();
+  }
+
+  for (size_t i = 0; i < n; ++i) {
+    RecommendCell& c = out.cells[i];
+    const Scenario sc = cell_scenario(base, c.window, c.sinks);
+    const auto p = predict_first_order(sc);
+    c.memory_cap = p.memory_cap_sessions.value_or(0);
+    c.deadline_cap = deadline_caps[i];
+    double silent = 0;
+    for (size_t k = 0; k < seeds; ++k) {
+      const RunResult& r = runs[i * seeds + k];
+      c.n_star.push_back(r.admission.n_star.value_or(static_cast<double>(r.peak_live_sessions)));
+      silent += r.frames_due > 0 ? static_cast<double>(r.frames_silent) /
+                                       static_cast<double>(r.frames_due)
+                                 : 0.0;
+      if (!r.admission.flags.empty() || r.first_stall_s) ++c.flagged_runs;
+    }
+    c.silent_fraction_mean = seeds > 0 ? silent / static_cast<double>(seeds) : 0;
+    c.n_star_median = nearest_rank(c.n_star, 0.5);
+    c.n_star_p5 = nearest_rank(c.n_star, 0.05);
+    c.n_star_p95 = nearest_rank(c.n_star, 0.95);
+    for (const auto& [ws, ratio] : spec.ppl_ratio) {
+      if (ws.first == c.window && ws.second == c.sinks) c.ppl_ratio = ratio;
+    }
+    if (c.window < spec.min_window || c.sinks < spec.min_sinks) {
+      c.why_not = fmt::format("below the quality floor (W >= {}, S >= {})", spec.min_window,
+                              spec.min_sinks);
+    } else if (spec.max_ppl_ratio && !c.ppl_ratio) {
+      c.why_not = "no measured perplexity for this (W, S)";
+    } else if (spec.max_ppl_ratio && *c.ppl_ratio > *spec.max_ppl_ratio) {
+      c.why_not = fmt::format("perplexity ratio {:.3f} above {:.3f}", *c.ppl_ratio,
+                              *spec.max_ppl_ratio);
+    } else if (c.flagged_runs > 0) {
+      c.why_not = fmt::format("{} of {} runs flagged (stalled, collapsed or missed deadlines)",
+                              c.flagged_runs, seeds);
+    } else {
+      c.eligible = true;
+    }
+  }
+  // Eligible first; then the most sessions served; then the least memory per session.
+  std::stable_sort(out.cells.begin(), out.cells.end(), [](const auto& a, const auto& b) {
+    if (a.eligible != b.eligible) return a.eligible;
+    if (a.n_star_median != b.n_star_median) return a.n_star_median > b.n_star_median;
+    return a.window + a.sinks < b.window + b.sinks;
+  });
+  if (!out.cells.empty() && out.cells.front().eligible) out.best = 0;
+  return out;
+}
+
+nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
+                              const Recommendation& r) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : r.cells) {
+    cells.push_back({{"window_tokens", c.window},
+                     {"sink_tokens", c.sinks},
+                     {"memory_cap_sessions", c.memory_cap},
+                     {"deadline_cap_sessions", c.deadline_cap},
+                     {"n_star_median", c.n_star_median},
+                     {"n_star_p5", c.n_star_p5},
+                     {"n_star_p95", c.n_star_p95},
+                     {"n_star_per_seed", c.n_star},
+                     {"silent_frame_fraction_mean", c.silent_fraction_mean},
+                     {"flagged_runs", c.flagged_runs},
+                     {"ppl_ratio", c.ppl_ratio ? nlohmann::json(*c.ppl_ratio) : nlohmann::json()},
+                     {"eligible", c.eligible},
+                     {"why_not", c.why_not}});
+  }
+  nlohmann::json best = nullptr;
+  if (r.best) best = cells[*r.best];
+  return {{"metronome_version", version_string()},
+          {"scenario", to_json(base)},
+          {"seeds", spec.seeds},
+          {"quality_floor",
+           {{"min_window_tokens", spec.min_window},
+            {"min_sink_tokens", spec.min_sinks},
+            {"max_ppl_ratio",
+             spec.max_ppl_ratio ? nlohmann::json(*spec.max_ppl_ratio) : nlohmann::json()}}},
+          {"best", best},
+          {"cells", cells}};
+}
+
+std::string recommend_text(const Scenario& base, const Recommendation& r) {
+  std::string out = fmt::format("scenario   {} ({} on {}, admission {})\n", base.name,
+                                base.model.name, base.gpu.name, base.admission.type);
+  if (r.best) {
+    const auto& b = r.cells[*r.best];
+    out += fmt::format(
+        "best       W = {}, S = {}: N* {:g} sessions served (median over seeds; p5 {:g}, p95 "
+        "{:g}); memory cap {}, deadline cap {}; {:.2f}% of frames silent\n",
+        b.window, b.sinks, b.n_star_median, b.n_star_p5, b.n_star_p95, b.memory_cap,
+        b.deadline_cap, 100 * b.silent_fraction_mean);
+  } else {
+    out += "best       none: no (W, S) meets the quality floor with every run clean\n";
+  }
+  out += fmt::format("{:>6} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n", "W", "S", "mem cap",
+                     "dl cap", "N* med", "silent%", "ppl x", "verdict");
+  for (const auto& c : r.cells) {
+    out += fmt::format("{:>6} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window, c.sinks,
+                       c.memory_cap, c.deadline_cap, c.n_star_median,
+                       100 * c.silent_fraction_mean,
+                       c.ppl_ratio ? fmt::format("{:.3f}", *c.ppl_ratio) : std::string("-"),
+                       c.eligible ? "eligible" : c.why_not);
+  }
+  return out;
+}
+
+}  // namespace metronome
