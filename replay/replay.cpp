@@ -12,6 +12,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/latency_histogram.h"
+#include "sim/output_file.h"
 #include "sim/pool_sizing.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"
@@ -322,17 +323,18 @@ std::string replay_text(const ReplayRun& r) {
 }
 
 void write_replay_dir(const ReplayRun& r, const std::string& dir) {
-  std::filesystem::create_directories(dir);
   {
     TimeSeriesWriter w(dir + "/measured.csv");
     for (const auto& x : r.measured_samples) w.on_sample(x);
+    w.close();
   }
   {
     TimeSeriesWriter w(dir + "/simulated.csv");
     for (const auto& x : r.simulated_samples) w.on_sample(x);
+    w.close();
   }
   {
-    std::ofstream f(dir + "/frames.csv");
+    OutputFile f(dir + "/frames.csv", "frames.csv");
     f << "session,frame,release_s,served_s,latency_ms\n";
     for (const auto& x : r.measured.frames) {
       if (x.served == kNever) {
@@ -342,26 +344,31 @@ void write_replay_dir(const ReplayRun& r, const std::string& dir) {
                          to_seconds(x.served), to_seconds(x.served - x.release) * 1e3);
       }
     }
+    f.close();
   }
   {
-    std::ofstream f(dir + "/steps.csv");
+    OutputFile f(dir + "/steps.csv", "steps.csv");
     f << "start_s,end_s,cpu_s,sessions,query_tokens,passes\n";
     for (const auto& x : r.measured.steps) {
       f << fmt::format("{:.6f},{:.6f},{:.6f},{},{},{}\n", to_seconds(x.start), to_seconds(x.end),
                        to_seconds(x.cpu), x.sessions, x.query_tokens, x.passes);
     }
+    f.close();
   }
   {
-    std::ofstream f(dir + "/pool.csv");
+    OutputFile f(dir + "/pool.csv", "pool.csv");
     f << "t_s,used_blocks,live_sessions,stalled_sessions\n";
     for (const auto& x : r.measured.pool) {
       f << fmt::format("{:.6f},{},{},{}\n", to_seconds(x.t), x.used_blocks, x.live_sessions,
                        x.stalled_sessions);
     }
+    f.close();
   }
-  std::ofstream(dir + "/summary.json") << replay_json(r).dump(2) << "\n";
-  std::ofstream(dir + "/scenario.json") << to_json(r.real).dump(2) << "\n";
-  std::ofstream(dir + "/scenario_simulated.json") << to_json(r.simulated).dump(2) << "\n";
+  write_file_atomically(dir + "/scenario.json", to_json(r.real).dump(2) + "\n", "scenario.json");
+  write_file_atomically(dir + "/scenario_simulated.json", to_json(r.simulated).dump(2) + "\n",
+                        "scenario_simulated.json");
+  // Last: summary.json says the folder is complete.
+  write_file_atomically(dir + "/summary.json", replay_json(r).dump(2) + "\n", "summary.json");
 }
 
 }  // namespace metronome::replay

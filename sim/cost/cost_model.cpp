@@ -7,6 +7,7 @@
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
+#include "sim/cost/step_time.h"
 #include "sim/scenario.h"
 
 namespace metronome {
@@ -20,6 +21,12 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
+  std::unique_ptr<CostModel> m = make_unchecked_cost_model(s);
+  check_step_bounds(s, *m);
+  return m;
+}
+
+std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
   if (s.cost_model.type == "roofline") {
     return std::make_unique<RooflineCostModel>(s.model, s.gpu, s.cost_model.step_overhead_s);
   }
