@@ -2,7 +2,10 @@
 
 #include <time.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -93,14 +96,36 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
                       std::to_string(fed) + " = input + output - 1)");
   }
   if (s.engine.block_size > 1 << 20) throw ConfigError(where + "engine.block_size too large");
+  if (s.workload.frame_period_s < kMinReplayFramePeriodS) {
+    throw ConfigError(fmt::format(
+        "{}workload.frame_period_s: expected at least {:g} s for a real-time run, got {:g}", where,
+        kMinReplayFramePeriodS, s.workload.frame_period_s));
+  }
 
   // The seed's arrival and duration draws, exactly as the simulator makes them (their own streams).
+  // Bounded: callers, then the frames they will send (each frame is one record in memory).
   Rng arrival_rng(s.seed, "arrivals"), duration_rng(s.seed, "durations");
   auto arrivals = make_arrival_process(s.workload.arrival);
   auto durations = make_duration_distribution(s.workload.duration);
+  double frames = 0;
   while (auto t = arrivals->next(arrival_rng)) {
     if (*t > horizon_) break;
+    if (static_cast<int64_t>(schedule_.size()) >= kMaxReplayCallers) {
+      throw ConfigError(fmt::format(
+          "{}workload.arrival: more than {} callers within the horizon; expected at most that "
+          "many for a real-time run (lower the sessions or rate, or horizon_s)",
+          where, kMaxReplayCallers));
+    }
     schedule_.push_back({*t, durations->sample(duration_rng)});
+    const double call_s = std::min(schedule_.back().duration_s, to_seconds(horizon_ - *t));
+    frames += std::ceil(call_s / s.workload.frame_period_s) + 1;
+    if (frames > static_cast<double>(kMaxReplayFrames)) {
+      throw ConfigError(fmt::format(
+          "{}the run would record more than {} frames (callers x call length / "
+          "workload.frame_period_s); expected at most that many for a real-time run (shorten "
+          "horizon_s, lengthen workload.frame_period_s or lower the sessions)",
+          where, kMaxReplayFrames));
+    }
   }
   result_.backend = backend.name();
   result_.device = backend.device();

@@ -47,9 +47,9 @@ std::optional<double> measured_t_sat(const ReplayRun& r) {
 
 json side_json(const RunResult& x) {
   auto lat = [](const LatencyHistogram& h) {
-    return json{{"p50_s", opt(finite(h.percentile(0.50)))},
-                {"p95_s", opt(finite(h.percentile(0.95)))},
-                {"p99_s", opt(finite(h.percentile(0.99)))},
+    return json{{"p50_s", opt(finite(h.output_percentile(0.50)))},
+                {"p95_s", opt(finite(h.output_percentile(0.95)))},
+                {"p99_s", opt(finite(h.output_percentile(0.99)))},
                 {"observed_frames", h.count()},
                 {"censored_frames", h.censored()}};
   };
@@ -85,6 +85,7 @@ std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.3f} s", *v) : std::string("never");
 }
 std::string ms(double v) {
+  if (std::isnan(v)) return "none (no frames)";
   return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored";
 }
 std::string err(const std::optional<double>& e) {
@@ -103,6 +104,25 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   r.real = real;
   r.simulated = simulated;
   r.prediction = predict_first_order(real);
+  // Every input is checked before the wall-clock run: the calibration file (loaded and matched to
+  // the model here), and the compute one frame costs by it. A step that outlives the horizon would
+  // hold the wall clock that long (Moshi on the cpu backend: minutes for a 2 s run).
+  auto cost = make_cost_model(simulated);
+  {
+    PassShape first;
+    first.sessions = 1;
+    first.query_tokens =
+        std::max<int64_t>(1, real.workload.input_tokens_per_frame + real.workload.prompt_tokens);
+    first.qk_pairs = 0.5 * static_cast<double>(first.query_tokens) *
+                     static_cast<double>(first.query_tokens + 1);
+    const double t = cost->pass_seconds(first);
+    if (!(t <= real.horizon_s)) {
+      throw ConfigError(fmt::format(
+          "{}: one session's first frame costs {:.3g} s by {}, longer than horizon_s = {:g}; "
+          "expected a model the {} backend runs in real time (tiny) or a longer horizon",
+          real.source, t, cost->label(), real.horizon_s, backend_name));
+    }
+  }
   const int64_t blocks = r.prediction.pool.num_blocks;
   if (blocks > std::numeric_limits<int32_t>::max()) {
     throw ConfigError(real.source +
@@ -135,7 +155,6 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
     r.measured = engine.run();
   }
   r.measured_samples = measured_samples(r.measured, real);
-  auto cost = make_cost_model(simulated);
   r.cost_label = cost->label();
   SampleCollector samples;
   Engine engine(simulated, *cost, &samples);
@@ -210,7 +229,7 @@ json replay_json(const ReplayRun& r) {
     json j;
     for (auto [name, q] :
          {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
-      j[name] = opt(relative_error(finite(b.percentile(q)), finite(a.percentile(q))));
+      j[name] = opt(relative_error(finite(b.output_percentile(q)), finite(a.output_percentile(q))));
     }
     return j;
   };
@@ -290,8 +309,8 @@ std::string replay_text(const ReplayRun& r) {
     for (auto [name, q] :
          {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
       o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", fmt::format("{} latency {}", what, name),
-                       ms(a.percentile(q)), ms(b.percentile(q)),
-                       err(relative_error(finite(b.percentile(q)), finite(a.percentile(q)))));
+                       ms(a.output_percentile(q)), ms(b.output_percentile(q)),
+                       err(relative_error(finite(b.output_percentile(q)), finite(a.output_percentile(q)))));
     }
   };
   lat_rows("reported", m.run.reported_latency, r.sim.reported_latency);

@@ -11,6 +11,7 @@
 #include "sim/cli/option_checks.h"
 #include "sim/cli/scenario_options.h"
 #include "sim/config_error.h"
+#include "sim/output_dir.h"
 
 namespace metronome::cli {
 
@@ -71,6 +72,12 @@ Run add_replay(CLI::App& app) {
                 << " backend; the simulation uses the scenario's own cost model\n";
     }
     const Scenario simulated = load_scenario(o->scenario.scenario, sim_sets);
+    // --out is checked (created, locked, the old summary.json removed) before the wall-clock run,
+    // not after it.
+    std::unique_ptr<OutputDir> out;
+    if (!o->out.empty()) {
+      out = std::make_unique<OutputDir>(o->out, "--out", std::vector<std::string>{"summary.json"});
+    }
 
     replay::ReplayRun r;
     try {

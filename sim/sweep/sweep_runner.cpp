@@ -66,10 +66,10 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
   row["frames_due"] = r.frames_due;
   row["frames_silent"] = r.frames_silent;
   row["silent_frame_fraction"] = frac(r.frames_silent, r.frames_due);
-  row["reported_p50_s"] = finite(r.reported_latency.percentile(0.50));
-  row["reported_p99_s"] = finite(r.reported_latency.percentile(0.99));
-  row["true_p50_s"] = finite(r.true_latency.percentile(0.50));
-  row["true_p99_s"] = finite(r.true_latency.percentile(0.99));
+  row["reported_p50_s"] = finite(r.reported_latency.output_percentile(0.50));
+  row["reported_p99_s"] = finite(r.reported_latency.output_percentile(0.99));
+  row["true_p50_s"] = finite(r.true_latency.output_percentile(0.50));
+  row["true_p99_s"] = finite(r.true_latency.output_percentile(0.99));
   row["pool_peak_fraction"] = frac(r.peak_pool_blocks, p.pool.num_blocks);
   row["engine_busy_fraction"] = r.end_s > 0 ? r.busy_s / r.end_s : 0.0;
   return row;
@@ -287,10 +287,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   std::vector<Scenario> points;
   std::vector<std::optional<FirstOrderPrediction>> predictions;
   for (int64_t p = 0; p < spec.points(); ++p) {
-    if (stopped()) {
-      const int64_t planned = (spec.runs() - o.shard.index + o.shard.count - 1) / o.shard.count;
-      return SweepOutcome{planned, 0, false};
-    }
+    // Stopped while loading: no worker starts a run (the flag stays set), and the files below
+    // say so.
+    if (stopped()) break;
     points.push_back(spec.load_point(p));
     predictions.emplace_back();
     if (seed_free_schedule(points.back())) predictions.back() = predict_first_order(points.back());

@@ -37,6 +37,7 @@ void SweepSpec::check_limits() const {
     shape += (shape.empty() ? "" : " x ") + std::to_string(a.values.size()) + " (" + a.key + ")";
   }
   if (shape.empty()) shape = "1 (no grid)";
+  if (shape.size() > 200) shape = shape.substr(0, 197) + "...";
   if (points() > kMaxGridPoints) {
     throw ConfigError(fmt::format(
         "sweep grid: {} points{} = {}; expected at most {} points (split the sweep)", shape,
