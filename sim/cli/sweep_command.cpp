@@ -118,13 +118,6 @@ Run add_sweep(CLI::App& app) {
     for (const auto& g : o->grid) spec.axes.push_back(parse_grid_axis(g));
     if (!o->seeds.empty()) spec.seeds = parse_seeds(o->seeds);
     if (spec.seeds.empty()) spec.seeds = {1};
-    for (size_t i = 0; i < spec.axes.size(); ++i) {
-      for (size_t k = 0; k < i; ++k) {
-        if (spec.axes[k].key == spec.axes[i].key) {
-          throw ConfigError("--grid " + spec.axes[i].key + ": the same key is given twice");
-        }
-      }
-    }
     spec.check_limits();
     SweepOptions opt;
     opt.jobs = o->jobs;

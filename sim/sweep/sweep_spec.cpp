@@ -32,6 +32,13 @@ int64_t SweepSpec::runs() const {
 }
 
 void SweepSpec::check_limits() const {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (axes[k].key == axes[i].key) {
+        throw ConfigError("--grid " + axes[i].key + ": the same key is given twice");
+      }
+    }
+  }
   std::string shape;
   for (const auto& a : axes) {
     shape += (shape.empty() ? "" : " x ") + std::to_string(a.values.size()) + " (" + a.key + ")";
@@ -196,7 +203,10 @@ Shard parse_shard(const std::string& arg) {
 }
 
 SweepSpec load_sweep_file(const std::string& path) {
-  const nlohmann::json j = read_json_file(path, "sweep file");
+  return parse_sweep_spec(read_json_file(path, "sweep file"), path);
+}
+
+SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   SweepSpec s;
   for (const auto& [k, v] : j.items()) {
@@ -219,7 +229,8 @@ SweepSpec load_sweep_file(const std::string& path) {
       if (v.is_object()) {
         for (const auto& [key, vals] : v.items()) {
           if (!vals.is_array() || vals.empty())
-            throw ConfigError(path + ": grid." + key + ": expected a non-empty array");
+            throw ConfigError(path + ": grid." + json_preview(nlohmann::json(key)) +
+                              ": expected a non-empty array");
           s.axes.push_back({key, std::vector<nlohmann::json>(vals.begin(), vals.end())});
         }
       } else if (v.is_array()) {
@@ -251,7 +262,8 @@ SweepSpec load_sweep_file(const std::string& path) {
         throw ConfigError(path + ": seeds: expected \"a..b\", a count or a list");
       }
     } else {
-      throw ConfigError(path + ": unknown key \"" + k + "\" (expected scenario, set, grid, seeds)");
+      throw ConfigError(path + ": unknown key " + json_preview(nlohmann::json(k)) +
+                        " (expected scenario, set, grid, seeds)");
     }
   }
   return s;

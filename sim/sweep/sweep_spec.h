@@ -38,7 +38,8 @@ struct SweepSpec {
 
   int64_t points() const;  // saturates at INT64_MAX
   int64_t runs() const;    // saturates at INT64_MAX
-  // ConfigError naming the grid's shape when it exceeds kMaxGridPoints or kMaxSweepRuns.
+  // Checks the grid before anything is expanded: ConfigError for an axis key given twice, or naming
+  // the grid's shape when it exceeds kMaxGridPoints or kMaxSweepRuns.
   void check_limits() const;
   int64_t point_of(int64_t run) const { return run / static_cast<int64_t>(seeds.size()); }
   uint64_t seed_of(int64_t run) const { return seeds[static_cast<size_t>(run) % seeds.size()]; }
@@ -59,5 +60,7 @@ Shard parse_shard(const std::string& arg);
 // A sweep file: {"scenario": path, "set": [..], "grid": [{"key": k, "values": [..]}, ..] or
 // {"k": [..]}, "seeds": "1..100" or [..]}. Relative scenario paths are relative to the file.
 SweepSpec load_sweep_file(const std::string& path);
+// The same from parsed JSON; `path` names the file in messages and anchors a relative scenario.
+SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path);
 
 }  // namespace metronome
