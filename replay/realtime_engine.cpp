@@ -18,6 +18,35 @@
 
 namespace metronome::replay {
 
+void check_replay_bounds(const Scenario& s) {
+  const std::string where = s.source + ": real engine: ";
+  if (s.workload.frame_period_s < kMinReplayFramePeriodS) {
+    throw ConfigError(fmt::format(
+        "{}workload.frame_period_s: expected at least {:g} s for a real-time run, got {:g}", where,
+        kMinReplayFramePeriodS, s.workload.frame_period_s));
+  }
+  const auto& a = s.workload.arrival;
+  double callers = static_cast<double>(a.sessions);
+  if (a.type == "poisson") {
+    callers = a.rate_per_s * std::max(0.0, s.horizon_s - a.start_s);
+    if (a.max_sessions > 0) callers = std::min(callers, static_cast<double>(a.max_sessions));
+  }
+  if (callers > static_cast<double>(kMaxReplayCallers)) {
+    throw ConfigError(fmt::format(
+        "{}workload.arrival: {:.3g} callers; expected at most {} for a real-time run (lower the "
+        "sessions or rate, or horizon_s)",
+        where, callers, kMaxReplayCallers));
+  }
+  const double frames = callers * (std::floor(s.horizon_s / s.workload.frame_period_s) + 1);
+  if (frames > static_cast<double>(kMaxReplayFrames)) {
+    throw ConfigError(fmt::format(
+        "{}the run would record up to {:.3g} frames (callers x horizon_s / "
+        "workload.frame_period_s); expected at most {} for a real-time run (shorten horizon_s, "
+        "lengthen workload.frame_period_s or lower the sessions)",
+        where, frames, kMaxReplayFrames));
+  }
+}
+
 kernels::ModelShape model_shape(const ModelConfig& m) {
   kernels::ModelShape s{};
   s.name = m.name;
@@ -96,11 +125,7 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
                       std::to_string(fed) + " = input + output - 1)");
   }
   if (s.engine.block_size > 1 << 20) throw ConfigError(where + "engine.block_size too large");
-  if (s.workload.frame_period_s < kMinReplayFramePeriodS) {
-    throw ConfigError(fmt::format(
-        "{}workload.frame_period_s: expected at least {:g} s for a real-time run, got {:g}", where,
-        kMinReplayFramePeriodS, s.workload.frame_period_s));
-  }
+  check_replay_bounds(s);
 
   // The seed's arrival and duration draws, exactly as the simulator makes them (their own streams).
   // Bounded: callers, then the frames they will send (each frame is one record in memory).

@@ -103,6 +103,7 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   ReplayRun r;
   r.real = real;
   r.simulated = simulated;
+  check_replay_bounds(real);  // before the prediction, which is linear in the callers
   r.prediction = predict_first_order(real);
   // Every input is checked before the wall-clock run: the calibration file (loaded and matched to
   // the model here), and the compute one frame costs by it. A step that outlives the horizon would

@@ -308,11 +308,12 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   std::mutex m;
   std::condition_variable cv;
   std::atomic<size_t> next{0};
+  std::atomic<bool> abort{false};  // the writer failed (a full disk): take no new runs
   std::exception_ptr error;
   size_t finished_workers = 0;
   auto worker = [&] {
     while (true) {
-      if (o.stop && o.stop->load()) break;
+      if ((o.stop && o.stop->load()) || abort.load()) break;
       const size_t i = next.fetch_add(1);
       if (i >= mine.size()) break;
       std::optional<ojson> row;
@@ -345,7 +346,15 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
         ojson row = std::move(*done[w]);
         done[w].reset();
         lock.unlock();
-        writer.write(row);
+        try {
+          writer.write(row);
+        } catch (...) {
+          // Stop the workers and join them before the error leaves: a joinable std::thread
+          // destroyed by unwinding would terminate the process.
+          abort.store(true);
+          for (auto& t : threads) t.join();
+          throw;
+        }
         written.push_back(std::move(row));
         ++w;
         if (o.progress) progress_bar(static_cast<int64_t>(w), static_cast<int64_t>(mine.size()));
