@@ -39,6 +39,14 @@ void SweepSpec::check_limits() const {
       }
     }
   }
+  // The spec is written into sweep.json: every key, value, --set and path must be valid UTF-8.
+  try {
+    (void)to_json().dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw ConfigError(
+        "sweep: a --grid key or value, a --set or the scenario path is not valid UTF-8 (expected "
+        "UTF-8 text)");
+  }
   std::string shape;
   for (const auto& a : axes) {
     shape += (shape.empty() ? "" : " x ") + std::to_string(a.values.size()) + " (" + a.key + ")";

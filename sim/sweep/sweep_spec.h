@@ -38,7 +38,8 @@ struct SweepSpec {
 
   int64_t points() const;  // saturates at INT64_MAX
   int64_t runs() const;    // saturates at INT64_MAX
-  // Checks the grid before anything is expanded: ConfigError for an axis key given twice, or naming
+  // Checks the grid before anything is expanded: ConfigError for an axis key given twice, text that
+  // is not valid UTF-8 (it goes into sweep.json), or naming
   // the grid's shape when it exceeds kMaxGridPoints or kMaxSweepRuns.
   void check_limits() const;
   int64_t point_of(int64_t run) const { return run / static_cast<int64_t>(seeds.size()); }

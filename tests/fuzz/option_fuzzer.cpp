@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   app.require_subcommand(1);
   const cli::Run predict = cli::add_predict(app);
   CLI::App* predict_cmd = app.get_subcommands({}).back();
-  cli::add_capacity(app);
+  // The returned Run owns the options the parser writes into: it must outlive parse().
+  const cli::Run capacity = cli::add_capacity(app);
   std::vector<std::string> argv_text = {"metronome"};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
