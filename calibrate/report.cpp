@@ -21,8 +21,8 @@ double median_of(std::vector<double> v) {
 
 // A point field of the calibration's own points (written by us, but the file may have been edited):
 // missing gives `def`, anything but an integer in [lo, hi] drops the point.
-std::optional<int64_t> point_int(const nlohmann::json& pj, const char* key, int64_t def,
-                                 int64_t lo, int64_t hi) {
+std::optional<int64_t> point_int(const nlohmann::json& pj, const char* key, int64_t def, int64_t lo,
+                                 int64_t hi) {
   const auto it = pj.find(key);
   if (it == pj.end()) return def;
   if (!it->is_number_integer()) return std::nullopt;
@@ -34,7 +34,9 @@ std::optional<int64_t> point_int(const nlohmann::json& pj, const char* key, int6
 
 // JSON has no inf or NaN, and the text report prints none either.
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
-std::string ms_or_dash(double s) { return std::isfinite(s) ? fmt::format("{:.4f} ms", s * 1e3) : "-"; }
+std::string ms_or_dash(double s) {
+  return std::isfinite(s) ? fmt::format("{:.4f} ms", s * 1e3) : "-";
+}
 std::string ratio_text(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "-"; }
 
 }  // namespace
@@ -69,7 +71,7 @@ CalibrationReport compare_with_roofline(const nlohmann::json& file_json, const C
         GridPoint p;
         p.sessions = static_cast<int32_t>(*sessions);
         p.q_len = static_cast<int32_t>(*q_len);
-        p.ctx = *ctx;
+        p.ctx = static_cast<int32_t>(*ctx);
         p.window = *window;
         p.sinks = *sinks;
         if (p.sessions < 1 || p.q_len < 1 || p.ctx < 0) continue;
@@ -140,8 +142,8 @@ std::string report_text(const CalibrationReport& r) {
     const std::string win = row.point.window < 0
                                 ? "unbounded"
                                 : fmt::format("W{} S{}", row.point.window, row.point.sinks);
-    o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9}\n",
-                     row.point.sessions, row.point.q_len, row.point.ctx, win,
+    o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9}\n", row.point.sessions,
+                     row.point.q_len, row.point.ctx, win,
                      row.measured_s ? ms_or_dash(*row.measured_s) : "-",
                      ms_or_dash(row.calibrated_s), ms_or_dash(row.roofline_s),
                      row.roofline_s > 0 ? ratio_text(row.calibrated_s / row.roofline_s) : "-");

@@ -1,8 +1,7 @@
 #include "replay/realtime_engine.h"
 
-#include <time.h>
-
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>

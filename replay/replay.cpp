@@ -114,8 +114,8 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
     first.sessions = 1;
     first.query_tokens =
         std::max<int64_t>(1, real.workload.input_tokens_per_frame + real.workload.prompt_tokens);
-    first.qk_pairs = 0.5 * static_cast<double>(first.query_tokens) *
-                     static_cast<double>(first.query_tokens + 1);
+    first.qk_pairs =
+        0.5 * static_cast<double>(first.query_tokens) * static_cast<double>(first.query_tokens + 1);
     const double t = cost->pass_seconds(first);
     if (!(t <= real.horizon_s)) {
       throw ConfigError(fmt::format(
@@ -309,9 +309,10 @@ std::string replay_text(const ReplayRun& r) {
   auto lat_rows = [&](const char* what, const LatencyHistogram& a, const LatencyHistogram& b) {
     for (auto [name, q] :
          {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
-      o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", fmt::format("{} latency {}", what, name),
-                       ms(a.output_percentile(q)), ms(b.output_percentile(q)),
-                       err(relative_error(finite(b.output_percentile(q)), finite(a.output_percentile(q)))));
+      o += fmt::format(
+          "{:<24}{:>14}{:>14}{:>10}\n", fmt::format("{} latency {}", what, name),
+          ms(a.output_percentile(q)), ms(b.output_percentile(q)),
+          err(relative_error(finite(b.output_percentile(q)), finite(a.output_percentile(q)))));
     }
   };
   lat_rows("reported", m.run.reported_latency, r.sim.reported_latency);

@@ -42,7 +42,8 @@ OutputDir::OutputDir(const std::string& path, std::string_view option,
       }
       throw ConfigError(where + ": cannot lock " + lock_path_ + " (" + std::strerror(err) + ")");
     }
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     if (::fstat(fd, &a) == 0 && ::stat(lock_path_.c_str(), &b) == 0 && a.st_ino == b.st_ino &&
         a.st_dev == b.st_dev) {
       lock_fd_ = fd;

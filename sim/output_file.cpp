@@ -28,8 +28,8 @@ OutputFile::OutputFile(const std::string& path, std::string_view what) : path_(p
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int err = errno;
-    throw ConfigError(std::string(what) + " " + path + ": cannot open for writing (" +
-                      reason(err) + "); expected a writable file path");
+    throw ConfigError(std::string(what) + " " + path + ": cannot open for writing (" + reason(err) +
+                      "); expected a writable file path");
   }
   buf_.reserve(kBufferBytes);
 }

@@ -175,9 +175,10 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
       r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
       pct(frac(r.frames_reported_late, r.frames_due)),
       pct(frac(r.frames_due - r.frames_on_time, r.frames_due)));
-  o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
-                   ms(r.reported_latency.output_percentile(0.5)), ms(r.reported_latency.output_percentile(0.99)),
-                   ms(r.true_latency.output_percentile(0.5)), ms(r.true_latency.output_percentile(0.99)));
+  o << fmt::format(
+      "latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
+      ms(r.reported_latency.output_percentile(0.5)), ms(r.reported_latency.output_percentile(0.99)),
+      ms(r.true_latency.output_percentile(0.5)), ms(r.true_latency.output_percentile(0.99)));
   if (r.admission.capped) {
     const auto& a = r.admission;
     o << fmt::format(

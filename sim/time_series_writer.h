@@ -1,5 +1,5 @@
-// Streams a run's samples to CSV as they happen (memory does not grow with the horizon). Every write
-// is checked (sim/output_file.h); close() reports a write that failed late.
+// Streams a run's samples to CSV as they happen (memory does not grow with the horizon). Every
+// write is checked (sim/output_file.h); close() reports a write that failed late.
 #pragma once
 
 #include <fmt/format.h>

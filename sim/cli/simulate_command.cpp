@@ -44,8 +44,8 @@ Run add_simulate(CLI::App& app) {
     std::unique_ptr<TraceWriter> trace;
     if (!o->out.empty()) {
       // The old summary.json goes first: until the new one is written the folder is incomplete.
-      out = std::make_unique<OutputDir>(
-          o->out, "--out", std::vector<std::string>{"summary.json", "scenario.json"});
+      out = std::make_unique<OutputDir>(o->out, "--out",
+                                        std::vector<std::string>{"summary.json", "scenario.json"});
       series = std::make_unique<TimeSeriesWriter>(out->file("timeseries.csv"));
       observers.add(series.get());
     }

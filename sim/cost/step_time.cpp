@@ -23,8 +23,7 @@ struct StepShape {
 };
 
 double step_seconds(const CostModel& c, const StepShape& s) {
-  return c.pass_seconds(s.ingest) +
-         static_cast<double>(s.decode_passes) * c.pass_seconds(s.decode);
+  return c.pass_seconds(s.ingest) + static_cast<double>(s.decode_passes) * c.pass_seconds(s.decode);
 }
 
 // The passes of a step as sim/engine.cpp forms them, for `sessions` sessions that each ingest
@@ -88,12 +87,12 @@ std::string culprit(const Scenario& s, const CostModel& cost, const StepShape& x
 
 }  // namespace
 
-Time step_duration(double seconds, const std::string& what) {
+Time step_duration(double seconds, const CostModel& cost) {
   if (!(seconds >= 0) || !(seconds <= kMaxStepSeconds)) {
     throw ConfigError(fmt::format(
         "{}: an engine step would take {:g} s; expected a finite step of at most {:g} s (an hour): "
         "the cost model's inputs are out of range",
-        what, seconds, kMaxStepSeconds));
+        cost.label(), seconds, kMaxStepSeconds));
   }
   return std::max<Time>(1, from_seconds(seconds));
 }

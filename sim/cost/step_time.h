@@ -15,10 +15,10 @@ namespace metronome {
 
 inline constexpr double kMaxStepSeconds = 3600;
 
-// A step's seconds as Time, at least 1 ns. ConfigError naming `what` (the cost model's label) and
-// the offending value when `seconds` is not finite, negative, or above kMaxStepSeconds.
-// The engine calls it where it turns pass_seconds() into an event time.
-Time step_duration(double seconds, const std::string& what);
+// A step's seconds as Time, at least 1 ns. ConfigError naming the cost model (its label) and the
+// offending value when `seconds` is not finite, negative, or above kMaxStepSeconds. The engine
+// calls it where it turns pass_seconds() into an event time; the check is one comparison.
+Time step_duration(double seconds, const CostModel& cost);
 
 // Checks at load that the scenario's cost model cannot produce an out-of-range step: the smallest
 // step (one session, one frame, no cached context) must take at most kMaxStepSeconds, and the

@@ -411,8 +411,8 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
         throw ConfigError(fmt::format("{}/runs.jsonl:{}: a torn or invalid row", d, lineno));
       }
       if (!row.is_object() || !row.contains("run") || !row["run"].is_number_integer()) {
-        throw ConfigError(fmt::format("{}/runs.jsonl:{}: a row without an integer \"run\"", d,
-                                      lineno));
+        throw ConfigError(
+            fmt::format("{}/runs.jsonl:{}: a row without an integer \"run\"", d, lineno));
       }
       const int64_t run = row["run"].get<int64_t>();
       if (!rows.emplace(run, std::move(row)).second) {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
-#include <fstream>
 #include <sstream>
 
 #include "sim/config_error.h"
@@ -58,7 +58,7 @@ void SweepSpec::check_limits() const {
         "sweep grid: {} points{} = {}; expected at most {} points (split the sweep)", shape,
         points() == std::numeric_limits<int64_t>::max() ? " (more than 9.2e18)" : "",
         points() == std::numeric_limits<int64_t>::max() ? std::string("overflow")
-                                                          : std::to_string(points()),
+                                                        : std::to_string(points()),
         kMaxGridPoints));
   }
   if (runs() > kMaxSweepRuns) {
@@ -150,9 +150,10 @@ void check_distinct_seeds(const std::vector<uint64_t>& seeds, const std::string&
   std::set<uint64_t> seen;
   for (const uint64_t s : seeds) {
     if (!seen.insert(s).second) {
-      throw ConfigError(where + ": seed " + std::to_string(s) +
-                        " is given twice (expected each seed once: a repeated seed is the same run, "
-                        "and counting it twice would narrow the Wilson interval)");
+      throw ConfigError(
+          where + ": seed " + std::to_string(s) +
+          " is given twice (expected each seed once: a repeated seed is the same run, "
+          "and counting it twice would narrow the Wilson interval)");
     }
   }
 }
@@ -190,7 +191,8 @@ std::vector<uint64_t> parse_seeds(const std::string& arg) {
   } else {
     const uint64_t n = parse_u64(arg, where);
     if (n == 0 || n > static_cast<uint64_t>(kMaxSweepRuns)) {
-      throw ConfigError(where + ": the count must be in [1, " + std::to_string(kMaxSweepRuns) + "]");
+      throw ConfigError(where + ": the count must be in [1, " + std::to_string(kMaxSweepRuns) +
+                        "]");
     }
     for (uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
   }

@@ -25,8 +25,8 @@ struct Shard {
   bool owns(int64_t run) const { return run % count == index; }
 };
 
-// Every point is loaded and kept, and every row is kept for the aggregate, so the size of a sweep is
-// bounded before anything is expanded: a 691-byte spec must not ask for a billion points.
+// Every point is loaded and kept, and every row is kept for the aggregate, so the size of a sweep
+// is bounded before anything is expanded: a 691-byte spec must not ask for a billion points.
 inline constexpr int64_t kMaxGridPoints = 100'000;
 inline constexpr int64_t kMaxSweepRuns = 1'000'000;
 

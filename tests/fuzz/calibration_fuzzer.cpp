@@ -57,8 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!all_finite(calibrate::report_json(r))) fuzz::wrong("calibrate report JSON has inf/nan");
     const std::string t = calibrate::report_text(r);
     const size_t numbers = t.find('\n', t.find('\n') + 1);  // after the two label lines
-    if (numbers != std::string::npos &&
-        (t.find("inf", numbers) != std::string::npos || t.find("nan", numbers) != std::string::npos)) {
+    if (numbers != std::string::npos && (t.find("inf", numbers) != std::string::npos ||
+                                         t.find("nan", numbers) != std::string::npos)) {
       fuzz::wrong("calibrate report printed inf or nan");
     }
   } catch (const ConfigError&) {

@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t start = 0;
     while (start <= text.size() && args.size() < 64) {
       const size_t end = text.find('\n', start);
-      args.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      args.push_back(
+          text.substr(start, end == std::string::npos ? std::string::npos : end - start));
       if (end == std::string::npos) break;
       start = end + 1;
     }
@@ -41,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (cli::kFiniteNumber(s).empty()) {
       char* end = nullptr;
       const double x = std::strtod(a.c_str(), &end);
-      if (!std::isfinite(x) || end != a.c_str() + a.size()) fuzz::wrong("FINITE accepted a non-finite number");
+      if (!std::isfinite(x) || end != a.c_str() + a.size())
+        fuzz::wrong("FINITE accepted a non-finite number");
     }
     s = a;
     if (cli::kDecimalInteger(s).empty()) {

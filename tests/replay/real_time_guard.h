@@ -28,8 +28,8 @@ inline std::string real_time_lost(const ReplayRun& r) {
 }  // namespace metronome::replay
 
 // Skips the test (with the measured lag) when `run` did not keep real time.
-#define METRONOME_SKIP_UNLESS_REAL_TIME(run)                                      \
-  do {                                                                            \
+#define METRONOME_SKIP_UNLESS_REAL_TIME(run)                                            \
+  do {                                                                                  \
     if (const std::string why = ::metronome::replay::real_time_lost(run); !why.empty()) \
-      GTEST_SKIP() << why;                                                        \
+      GTEST_SKIP() << why;                                                              \
   } while (0)

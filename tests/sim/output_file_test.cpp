@@ -43,7 +43,7 @@ TEST(OutputFile, FullDiskIsAnIoErrorNamingThePath) {
 
 TEST(OutputFile, BadPathsAreConfigErrors) {
   const std::string d = temp_dir("bad");
-  EXPECT_THROW(OutputFile(d, "--trace"), ConfigError);                    // a directory
+  EXPECT_THROW(OutputFile(d, "--trace"), ConfigError);                      // a directory
   EXPECT_THROW(OutputFile(d + "/missing/x.json", "--trace"), ConfigError);  // no such folder
 }
 

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "sim/capacity.h"
@@ -140,10 +140,8 @@ TEST(SweepArgs, GridSizeIsCheckedBeforeExpansion) {
   s.seeds = {1};
   EXPECT_THROW(s.check_limits(), ConfigError);
   // Unknown keys of a sweep file are errors.
-  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"grids": {}})"), "s.json"),
-               ConfigError);
-  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"set": [1]})"), "s.json"),
-               ConfigError);
+  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"grids": {}})"), "s.json"), ConfigError);
+  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"set": [1]})"), "s.json"), ConfigError);
 }
 
 TEST(Sweep, IdenticalWhateverTheThreadCount) {

@@ -28,13 +28,15 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(StepTime, ConvertsInRangeAndRefusesTheRest) {
-  EXPECT_EQ(step_duration(0.0, "m"), 1);  // a step always advances the clock
-  EXPECT_EQ(step_duration(0.0125, "m"), 12'500'000);
-  EXPECT_EQ(step_duration(kMaxStepSeconds, "m"), 3600 * kNanosPerSecond);
+  const auto m = make_cost_model(testing::moshi(1));
+  EXPECT_EQ(step_duration(0.0, *m), 1);  // a step always advances the clock
+  EXPECT_EQ(step_duration(0.0125, *m), 12'500'000);
+  EXPECT_EQ(step_duration(kMaxStepSeconds, *m), 3600 * kNanosPerSecond);
   for (double bad : {3600.5, 1e10, 1e20, -1.0, std::numeric_limits<double>::infinity(),
                      std::numeric_limits<double>::quiet_NaN()}) {
-    EXPECT_NE(error_of([&] { step_duration(bad, "analytic: roofline"); })
-                  .find("analytic: roofline: an engine step would take"),
+    EXPECT_NE(error_of([&] {
+                step_duration(bad, *m);
+              }).find("analytic: roofline of h200 datasheet (moshi): an engine step would take"),
               std::string::npos)
         << bad;
   }
@@ -54,18 +56,18 @@ TEST(StepTime, OneBytePerSecondNamesTheBandwidth) {
 
 TEST(StepTime, FullPoolRecomputeIsBoundedToo) {
   // A first frame under an hour, but a full batch recomputing the whole pool far beyond it.
-  const Scenario s = testing::moshi(
-      300, "unbounded", {"engine.exhaustion=preempt_recompute", "gpu.bf16_flops=1e9"});
+  const Scenario s = testing::moshi(300, "unbounded",
+                                    {"engine.exhaustion=preempt_recompute", "gpu.bf16_flops=1e9"});
   const std::string e = error_of([&] { make_cost_model(s); });
   EXPECT_NE(e.find("a full batch"), std::string::npos) << e;
   EXPECT_NE(e.find("gpu.bf16_flops"), std::string::npos) << e;
   // The shipped scenarios are far inside both bounds.
   EXPECT_EQ(error_of([] { make_cost_model(testing::moshi(300)); }), "");
-  EXPECT_EQ(error_of([] {
-              make_cost_model(testing::moshi(300, "unbounded",
-                                             {"engine.exhaustion=preempt_recompute"}));
-            }),
-            "");
+  EXPECT_EQ(
+      error_of([] {
+        make_cost_model(testing::moshi(300, "unbounded", {"engine.exhaustion=preempt_recompute"}));
+      }),
+      "");
 }
 
 TEST(StepTime, CalibrationCoefficientIsBoundedAtLoad) {
@@ -73,9 +75,8 @@ TEST(StepTime, CalibrationCoefficientIsBoundedAtLoad) {
   nlohmann::json c = nlohmann::json::parse(in);
   c["fit"]["terms"][0]["coefficient"] = 1e308;
   const std::string e = error_of([&] { parse_calibration(c, "cal.json"); });
-  EXPECT_EQ(e.rfind("cal.json: fit.terms[0].coefficient: expected a number in [-3600.0, 3600.0]",
-                    0),
-            0u)
+  EXPECT_EQ(
+      e.rfind("cal.json: fit.terms[0].coefficient: expected a number in [-3600.0, 3600.0]", 0), 0u)
       << e;
 }
 
