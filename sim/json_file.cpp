@@ -194,6 +194,7 @@ std::optional<nlohmann::json> parse_json_if_json(std::string_view text, const st
 }
 
 std::string json_preview(const nlohmann::json& v) { return preview(v); }
+std::string argument_preview(const std::string& arg) { return cut(arg, 120); }
 std::string json_preview(const nlohmann::ordered_json& v) { return preview(v); }
 
 }  // namespace metronome

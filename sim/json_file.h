@@ -41,5 +41,7 @@ inline nlohmann::json read_json_file(const std::string& path, std::string_view w
 // objects and arrays by their size. Never walks the whole value.
 std::string json_preview(const nlohmann::json& v);
 std::string json_preview(const nlohmann::ordered_json& v);
+// An argument quoted in a message, cut to its first 120 characters (a --set value may be huge).
+std::string argument_preview(const std::string& arg);
 
 }  // namespace metronome

@@ -187,6 +187,7 @@ void JsonSection::finish() const {
       std::string key =
           nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       key = key.substr(1, key.size() - 2);  // without the quotes dump() adds
+      if (key.size() > 80) key = key.substr(0, 77) + "...";
       throw ConfigError(source_ + ": " + field(key) +
                         ": unknown field (check its spelling against docs/scenarios.md)");
     }

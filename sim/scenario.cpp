@@ -273,7 +273,7 @@ nlohmann::json read_scenario_json(const std::string& path) {
 }
 
 void apply_set(nlohmann::json& j, const std::string& assignment, const std::string& base_dir) {
-  const std::string where = "--set " + assignment;
+  const std::string where = "--set " + argument_preview(assignment);
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw ConfigError(where + ": expected key=value, e.g. workload.frame_period_s=0.08");

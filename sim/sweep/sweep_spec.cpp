@@ -159,7 +159,7 @@ void check_distinct_seeds(const std::vector<uint64_t>& seeds, const std::string&
 }
 
 GridAxis parse_grid_axis(const std::string& arg) {
-  const std::string where = "--grid " + arg;
+  const std::string where = "--grid " + argument_preview(arg);
   const auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
     throw ConfigError(where + ": expected KEY=V1,V2,..., e.g. kv_policy.type=unbounded,windowed");
@@ -175,7 +175,7 @@ GridAxis parse_grid_axis(const std::string& arg) {
 }
 
 std::vector<uint64_t> parse_seeds(const std::string& arg) {
-  const std::string where = "--seeds " + arg;
+  const std::string where = "--seeds " + argument_preview(arg);
   std::vector<uint64_t> seeds;
   if (const auto dots = arg.find(".."); dots != std::string::npos) {
     const uint64_t a = parse_u64(arg.substr(0, dots), where);
@@ -200,7 +200,7 @@ std::vector<uint64_t> parse_seeds(const std::string& arg) {
 }
 
 Shard parse_shard(const std::string& arg) {
-  const std::string where = "--shard " + arg;
+  const std::string where = "--shard " + argument_preview(arg);
   const auto slash = arg.find('/');
   if (slash == std::string::npos) throw ConfigError(where + ": expected I/N, e.g. 0/4");
   Shard s;
