@@ -113,10 +113,22 @@ void check_step_bounds(const Scenario& s, const CostModel& cost) {
   const int64_t pool_tokens = pool.num_blocks * s.engine.block_size;
   const int64_t batch = s.engine.max_sessions_per_step;
   const int64_t recompute = s.engine.exhaustion == "preempt_recompute" ? pool_tokens : 0;
-  StepShape worst = step_shape(s, batch, std::max<int64_t>(1, n_in), pool_tokens / batch);
+  StepShape worst =
+      step_shape(s, batch, std::max<int64_t>(1, n_in), (pool_tokens + batch - 1) / batch);
+  const double rc = static_cast<double>(recompute);
   worst.ingest.query_tokens += recompute;
-  worst.ingest.qk_pairs += static_cast<double>(recompute) * static_cast<double>(recompute);
-  const double t_worst = step_seconds(cost, worst);
+  worst.ingest.qk_pairs += rc * rc;
+  worst.decode.kv_read_tokens += recompute;
+  worst.decode.qk_pairs += rc;
+  // Every feature of any step the engine can form is at most this shape's, so a sum of the
+  // calibration's positive terms here bounds every step (a negative term can only lower a step,
+  // and is left out rather than trusted to cancel).
+  double t_worst = step_seconds(cost, worst);
+  if (const auto* c = dynamic_cast<const CalibratedCostModel*>(&cost)) {
+    Calibration positive = c->calibration();
+    for (auto& t : positive.terms) t.coefficient = std::max(0.0, t.coefficient);
+    t_worst = step_seconds(CalibratedCostModel(positive, s.cost_model.step_overhead_s), worst);
+  }
   if (!(t_worst <= kMaxWorstStepSeconds)) {
     throw ConfigError(fmt::format(
         "{}: {}: a full batch ({} sessions over a pool of {} tokens) would take {:g} s per engine "
