@@ -192,13 +192,14 @@ cases=$((cases + 1))
 # The same for simulate: its summary.json is removed first and written last.
 cases=$((cases + 1))
 "$bin" simulate --set horizon_s=30 --out "$tmp/sim_rerun" >/dev/null || fail "simulate exited $?"
-# About 15 s of simulation (5 million distinct callers), killed after its time series has begun.
-"$bin" simulate --set 'workload.arrival={"type":"poisson","rate_per_s":50}' \
-  --set 'workload.duration={"type":"exponential","mean_s":4}' --set kv_policy.type=windowed \
+# Several seconds of simulation (500,000 distinct callers, 250 million frames), killed once it has
+# opened the folder (the old summary.json is gone) and begun its time series.
+"$bin" simulate --set 'workload.arrival={"type":"poisson","rate_per_s":5}' \
+  --set 'workload.duration={"type":"exponential","mean_s":40}' --set kv_policy.type=windowed \
   --set kv_policy.window_tokens=480 --set horizon_s=100000 --out "$tmp/sim_rerun" >/dev/null 2>&1 &
 pid=$!
 bg+=("$pid")
-for _ in $(seq 100); do [[ -e "$tmp/sim_rerun/summary.json" ]] || break; sleep 0.05; done
+for _ in $(seq 600); do [[ -e "$tmp/sim_rerun/summary.json" ]] || break; sleep 0.1; done
 sleep 0.5
 kill -0 "$pid" 2>/dev/null || fail "the simulate rerun finished before it could be killed"
 kill -9 "$pid"
