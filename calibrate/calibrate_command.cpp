@@ -14,9 +14,11 @@
 #include "calibrate/pipeline.h"
 #include "calibrate/report.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/option_checks.h"
 #include "sim/cli/scenario_options.h"
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
+#include "sim/json_file.h"
 
 namespace metronome::cli {
 namespace {
@@ -71,7 +73,7 @@ struct FitFlags {
     c.add_flag("--allow-negative", allow_negative,
                "Keep negative coefficients (default: drop such a term and refit, with a warning)");
     c.add_option("--heldout-every", heldout_every, "Hold out every Nth point (sorted by shape)")
-        ->check(CLI::Range(2, 1000));
+        ->check(kDecimalInteger & CLI::Range(2, 1000));
   }
   FitOptions options() const {
     FitOptions o;
@@ -180,7 +182,7 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
     }
     // report
     const Calibration c = read_calibration(po->calibration);
-    nlohmann::json file = nlohmann::json::parse(std::ifstream(po->calibration));
+    const nlohmann::json file = read_json_file(po->calibration, "calibration file");
     Scenario s = po->scenario.scenario.empty() && po->scenario.sets.empty()
                      ? load_scenario("", {"model=" + c.model_name})
                      : po->scenario.load();

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "sim/config_error.h"
+#include "sim/output_file.h"
 
 namespace metronome::calibrate {
 
@@ -80,11 +81,10 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
   const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  std::ofstream out(path);
-  if (!out) throw ConfigError(path + ": cannot write");
-  out << j.dump(2) << "\n";
-  if (!out) throw ConfigError(path + ": write failed");
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) throw ConfigError("--out " + path + ": cannot create its folder (" + ec.message() + ")");
+  write_file_atomically(path, j.dump(2) + "\n", "--out");
 }
 
 }  // namespace metronome::calibrate

@@ -19,6 +19,26 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// A point field of the calibration's own points (written by us, but the file may have been edited):
+// missing gives `def`, anything but an integer in [lo, hi] drops the point.
+std::optional<int64_t> point_int(const nlohmann::json& pj, const char* key, int64_t def, int64_t lo,
+                                 int64_t hi) {
+  const auto it = pj.find(key);
+  if (it == pj.end()) return def;
+  if (!it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)) return {};
+  const auto v = it->get<int64_t>();
+  if (v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+// JSON has no inf or NaN, and the text report prints none either.
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+std::string ms_or_dash(double s) {
+  return std::isfinite(s) ? fmt::format("{:.4f} ms", s * 1e3) : "-";
+}
+std::string ratio_text(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "-"; }
+
 }  // namespace
 
 CalibrationReport compare_with_roofline(const nlohmann::json& file_json, const Calibration& c,
@@ -39,12 +59,21 @@ CalibrationReport compare_with_roofline(const nlohmann::json& file_json, const C
     if (it != file_json.end() && it->is_array()) {
       for (const auto& pj : *it) {
         if (!pj.is_object()) continue;
+        // Shapes beyond a million sessions or tokens are no benchmark point (and would overflow
+        // the features).
+        constexpr int64_t kBig = 1'000'000'000;
+        const auto sessions = point_int(pj, "sessions", 0, 0, 1'000'000);
+        const auto q_len = point_int(pj, "q_len", 0, 0, 1'000'000);
+        const auto ctx = point_int(pj, "ctx", -1, -1, kBig);
+        const auto window = point_int(pj, "window", -1, -1, kBig);
+        const auto sinks = point_int(pj, "sinks", 0, 0, kBig);
+        if (!sessions || !q_len || !ctx || !window || !sinks) continue;
         GridPoint p;
-        p.sessions = pj.value("sessions", 0);
-        p.q_len = pj.value("q_len", 0);
-        p.ctx = pj.value("ctx", -1);
-        p.window = pj.value("window", int64_t{-1});
-        p.sinks = pj.value("sinks", int64_t{0});
+        p.sessions = static_cast<int32_t>(*sessions);
+        p.q_len = static_cast<int32_t>(*q_len);
+        p.ctx = static_cast<int32_t>(*ctx);
+        p.window = *window;
+        p.sinks = *sinks;
         if (p.sessions < 1 || p.q_len < 1 || p.ctx < 0) continue;
         ReportRow row{p, step_pass_shape(p), std::nullopt, 0, 0};
         if (auto m = pj.find("measured_s"); m != pj.end() && m->is_number())
@@ -83,20 +112,22 @@ nlohmann::json report_json(const CalibrationReport& r) {
          {"query_tokens", row.shape.query_tokens},
          {"kv_read_tokens", row.shape.kv_read_tokens},
          {"qk_pairs", row.shape.qk_pairs},
-         {"measured_s", row.measured_s ? nlohmann::json(*row.measured_s) : nlohmann::json(nullptr)},
-         {"calibrated_s", row.calibrated_s},
-         {"roofline_s", row.roofline_s},
+         {"measured_s", row.measured_s ? finite_or_null(*row.measured_s) : nlohmann::json(nullptr)},
+         {"calibrated_s", finite_or_null(row.calibrated_s)},
+         {"roofline_s", finite_or_null(row.roofline_s)},
          {"calibrated_over_roofline",
-          row.roofline_s > 0 ? row.calibrated_s / row.roofline_s : 0.0}});
+          row.roofline_s > 0 ? finite_or_null(row.calibrated_s / row.roofline_s) : nullptr}});
   }
   return {
       {"calibration", r.calibration},
       {"roofline", r.roofline},
       {"grid", r.grid},
       {"calibrated_over_roofline",
-       {{"median", r.median_ratio}, {"min", r.min_ratio}, {"max", r.max_ratio}}},
+       {{"median", finite_or_null(r.median_ratio)},
+        {"min", finite_or_null(r.min_ratio)},
+        {"max", finite_or_null(r.max_ratio)}}},
       {"roofline_median_ape_vs_measured",
-       r.roofline_median_ape ? nlohmann::json(*r.roofline_median_ape) : nlohmann::json(nullptr)},
+       r.roofline_median_ape ? finite_or_null(*r.roofline_median_ape) : nlohmann::json(nullptr)},
       {"rows", rows}};
 }
 
@@ -111,16 +142,15 @@ std::string report_text(const CalibrationReport& r) {
     const std::string win = row.point.window < 0
                                 ? "unbounded"
                                 : fmt::format("W{} S{}", row.point.window, row.point.sinks);
-    o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9.2f}\n",
-                     row.point.sessions, row.point.q_len, row.point.ctx, win,
-                     row.measured_s ? fmt::format("{:.4f} ms", *row.measured_s * 1e3) : "-",
-                     fmt::format("{:.4f} ms", row.calibrated_s * 1e3),
-                     fmt::format("{:.4f} ms", row.roofline_s * 1e3),
-                     row.roofline_s > 0 ? row.calibrated_s / row.roofline_s : 0.0);
+    o << fmt::format("{:>8} {:>5} {:>7} {:>11} | {:>11} {:>11} {:>11} {:>9}\n", row.point.sessions,
+                     row.point.q_len, row.point.ctx, win,
+                     row.measured_s ? ms_or_dash(*row.measured_s) : "-",
+                     ms_or_dash(row.calibrated_s), ms_or_dash(row.roofline_s),
+                     row.roofline_s > 0 ? ratio_text(row.calibrated_s / row.roofline_s) : "-");
   }
-  o << fmt::format("\ncalibrated / roofline: median {:.2f}, range {:.2f} .. {:.2f}\n",
-                   r.median_ratio, r.min_ratio, r.max_ratio);
-  if (r.roofline_median_ape) {
+  o << fmt::format("\ncalibrated / roofline: median {}, range {} .. {}\n",
+                   ratio_text(r.median_ratio), ratio_text(r.min_ratio), ratio_text(r.max_ratio));
+  if (r.roofline_median_ape && std::isfinite(*r.roofline_median_ape)) {
     o << fmt::format("roofline vs measured: median absolute error {:.1f}%\n",
                      100 * *r.roofline_median_ape);
   }

@@ -1,8 +1,10 @@
 #include "replay/realtime_engine.h"
 
+#include <fmt/format.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -14,6 +16,35 @@
 #include "sim/workload/durations.h"
 
 namespace metronome::replay {
+
+void check_replay_bounds(const Scenario& s) {
+  const std::string where = s.source + ": real engine: ";
+  if (s.workload.frame_period_s < kMinReplayFramePeriodS) {
+    throw ConfigError(fmt::format(
+        "{}workload.frame_period_s: expected at least {:g} s for a real-time run, got {:g}", where,
+        kMinReplayFramePeriodS, s.workload.frame_period_s));
+  }
+  const auto& a = s.workload.arrival;
+  double callers = static_cast<double>(a.sessions);
+  if (a.type == "poisson") {
+    callers = a.rate_per_s * std::max(0.0, s.horizon_s - a.start_s);
+    if (a.max_sessions > 0) callers = std::min(callers, static_cast<double>(a.max_sessions));
+  }
+  if (callers > static_cast<double>(kMaxReplayCallers)) {
+    throw ConfigError(fmt::format(
+        "{}workload.arrival: {:.3g} callers; expected at most {} for a real-time run (lower the "
+        "sessions or rate, or horizon_s)",
+        where, callers, kMaxReplayCallers));
+  }
+  const double frames = callers * (std::floor(s.horizon_s / s.workload.frame_period_s) + 1);
+  if (frames > static_cast<double>(kMaxReplayFrames)) {
+    throw ConfigError(fmt::format(
+        "{}the run would record up to {:.3g} frames (callers x horizon_s / "
+        "workload.frame_period_s); expected at most {} for a real-time run (shorten horizon_s, "
+        "lengthen workload.frame_period_s or lower the sessions)",
+        where, frames, kMaxReplayFrames));
+  }
+}
 
 kernels::ModelShape model_shape(const ModelConfig& m) {
   kernels::ModelShape s{};
@@ -93,14 +124,32 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
                       std::to_string(fed) + " = input + output - 1)");
   }
   if (s.engine.block_size > 1 << 20) throw ConfigError(where + "engine.block_size too large");
+  check_replay_bounds(s);
 
   // The seed's arrival and duration draws, exactly as the simulator makes them (their own streams).
+  // Bounded: callers, then the frames they will send (each frame is one record in memory).
   Rng arrival_rng(s.seed, "arrivals"), duration_rng(s.seed, "durations");
   auto arrivals = make_arrival_process(s.workload.arrival);
   auto durations = make_duration_distribution(s.workload.duration);
+  double frames = 0;
   while (auto t = arrivals->next(arrival_rng)) {
     if (*t > horizon_) break;
+    if (static_cast<int64_t>(schedule_.size()) >= kMaxReplayCallers) {
+      throw ConfigError(fmt::format(
+          "{}workload.arrival: more than {} callers within the horizon; expected at most that "
+          "many for a real-time run (lower the sessions or rate, or horizon_s)",
+          where, kMaxReplayCallers));
+    }
     schedule_.push_back({*t, durations->sample(duration_rng)});
+    const double call_s = std::min(schedule_.back().duration_s, to_seconds(horizon_ - *t));
+    frames += std::ceil(call_s / s.workload.frame_period_s) + 1;
+    if (frames > static_cast<double>(kMaxReplayFrames)) {
+      throw ConfigError(fmt::format(
+          "{}the run would record more than {} frames (callers x call length / "
+          "workload.frame_period_s); expected at most that many for a real-time run (shorten "
+          "horizon_s, lengthen workload.frame_period_s or lower the sessions)",
+          where, kMaxReplayFrames));
+    }
   }
   result_.backend = backend.name();
   result_.device = backend.device();

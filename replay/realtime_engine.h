@@ -77,6 +77,18 @@ struct RealtimeResult {
   std::string backend, device;
 };
 
+// The real engine keeps a record of every frame and step in memory and runs on the wall clock, so a
+// replay is bounded before it starts: a 1 ns frame period or ten million callers is a scenario for
+// the simulator, not for a real run.
+inline constexpr int64_t kMaxReplayCallers = 100'000;
+inline constexpr int64_t kMaxReplayFrames = 5'000'000;  // 32 bytes each: 160 MB of records
+inline constexpr double kMinReplayFramePeriodS = 1e-3;
+
+// The bounds above from the scenario's fields alone (callers from the arrival section, at most
+// horizon / period + 1 frames each), before anything is generated or predicted: ConfigError naming
+// the field. The engine checks the exact counts again as it draws the schedule.
+void check_replay_bounds(const Scenario& s);
+
 // The decoder shape of a scenario's model (kernels::ModelShape from sim's ModelConfig).
 kernels::ModelShape model_shape(const ModelConfig& m);
 

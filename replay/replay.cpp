@@ -12,6 +12,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/latency_histogram.h"
+#include "sim/output_file.h"
 #include "sim/pool_sizing.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"
@@ -46,9 +47,9 @@ std::optional<double> measured_t_sat(const ReplayRun& r) {
 
 json side_json(const RunResult& x) {
   auto lat = [](const LatencyHistogram& h) {
-    return json{{"p50_s", opt(finite(h.percentile(0.50)))},
-                {"p95_s", opt(finite(h.percentile(0.95)))},
-                {"p99_s", opt(finite(h.percentile(0.99)))},
+    return json{{"p50_s", opt(finite(h.output_percentile(0.50)))},
+                {"p95_s", opt(finite(h.output_percentile(0.95)))},
+                {"p99_s", opt(finite(h.output_percentile(0.99)))},
                 {"observed_frames", h.count()},
                 {"censored_frames", h.censored()}};
   };
@@ -84,6 +85,7 @@ std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.3f} s", *v) : std::string("never");
 }
 std::string ms(double v) {
+  if (std::isnan(v)) return "none (no frames)";
   return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored";
 }
 std::string err(const std::optional<double>& e) {
@@ -101,7 +103,27 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   ReplayRun r;
   r.real = real;
   r.simulated = simulated;
+  check_replay_bounds(real);  // before the prediction, which is linear in the callers
   r.prediction = predict_first_order(real);
+  // Every input is checked before the wall-clock run: the calibration file (loaded and matched to
+  // the model here), and the compute one frame costs by it. A step that outlives the horizon would
+  // hold the wall clock that long (Moshi on the cpu backend: minutes for a 2 s run).
+  auto cost = make_cost_model(simulated);
+  {
+    PassShape first;
+    first.sessions = 1;
+    first.query_tokens =
+        std::max<int64_t>(1, real.workload.input_tokens_per_frame + real.workload.prompt_tokens);
+    first.qk_pairs =
+        0.5 * static_cast<double>(first.query_tokens) * static_cast<double>(first.query_tokens + 1);
+    const double t = cost->pass_seconds(first);
+    if (!(t <= real.horizon_s)) {
+      throw ConfigError(fmt::format(
+          "{}: one session's first frame costs {:.3g} s by {}, longer than horizon_s = {:g}; "
+          "expected a model the {} backend runs in real time (tiny) or a longer horizon",
+          real.source, t, cost->label(), real.horizon_s, backend_name));
+    }
+  }
   const int64_t blocks = r.prediction.pool.num_blocks;
   if (blocks > std::numeric_limits<int32_t>::max()) {
     throw ConfigError(real.source +
@@ -134,7 +156,6 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
     r.measured = engine.run();
   }
   r.measured_samples = measured_samples(r.measured, real);
-  auto cost = make_cost_model(simulated);
   r.cost_label = cost->label();
   SampleCollector samples;
   Engine engine(simulated, *cost, &samples);
@@ -209,7 +230,7 @@ json replay_json(const ReplayRun& r) {
     json j;
     for (auto [name, q] :
          {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
-      j[name] = opt(relative_error(finite(b.percentile(q)), finite(a.percentile(q))));
+      j[name] = opt(relative_error(finite(b.output_percentile(q)), finite(a.output_percentile(q))));
     }
     return j;
   };
@@ -288,9 +309,10 @@ std::string replay_text(const ReplayRun& r) {
   auto lat_rows = [&](const char* what, const LatencyHistogram& a, const LatencyHistogram& b) {
     for (auto [name, q] :
          {std::pair{"p50", 0.50}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
-      o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", fmt::format("{} latency {}", what, name),
-                       ms(a.percentile(q)), ms(b.percentile(q)),
-                       err(relative_error(finite(b.percentile(q)), finite(a.percentile(q)))));
+      o += fmt::format(
+          "{:<24}{:>14}{:>14}{:>10}\n", fmt::format("{} latency {}", what, name),
+          ms(a.output_percentile(q)), ms(b.output_percentile(q)),
+          err(relative_error(finite(b.output_percentile(q)), finite(a.output_percentile(q)))));
     }
   };
   lat_rows("reported", m.run.reported_latency, r.sim.reported_latency);
@@ -322,17 +344,18 @@ std::string replay_text(const ReplayRun& r) {
 }
 
 void write_replay_dir(const ReplayRun& r, const std::string& dir) {
-  std::filesystem::create_directories(dir);
   {
     TimeSeriesWriter w(dir + "/measured.csv");
     for (const auto& x : r.measured_samples) w.on_sample(x);
+    w.close();
   }
   {
     TimeSeriesWriter w(dir + "/simulated.csv");
     for (const auto& x : r.simulated_samples) w.on_sample(x);
+    w.close();
   }
   {
-    std::ofstream f(dir + "/frames.csv");
+    OutputFile f(dir + "/frames.csv", "frames.csv");
     f << "session,frame,release_s,served_s,latency_ms\n";
     for (const auto& x : r.measured.frames) {
       if (x.served == kNever) {
@@ -342,26 +365,31 @@ void write_replay_dir(const ReplayRun& r, const std::string& dir) {
                          to_seconds(x.served), to_seconds(x.served - x.release) * 1e3);
       }
     }
+    f.close();
   }
   {
-    std::ofstream f(dir + "/steps.csv");
+    OutputFile f(dir + "/steps.csv", "steps.csv");
     f << "start_s,end_s,cpu_s,sessions,query_tokens,passes\n";
     for (const auto& x : r.measured.steps) {
       f << fmt::format("{:.6f},{:.6f},{:.6f},{},{},{}\n", to_seconds(x.start), to_seconds(x.end),
                        to_seconds(x.cpu), x.sessions, x.query_tokens, x.passes);
     }
+    f.close();
   }
   {
-    std::ofstream f(dir + "/pool.csv");
+    OutputFile f(dir + "/pool.csv", "pool.csv");
     f << "t_s,used_blocks,live_sessions,stalled_sessions\n";
     for (const auto& x : r.measured.pool) {
       f << fmt::format("{:.6f},{},{},{}\n", to_seconds(x.t), x.used_blocks, x.live_sessions,
                        x.stalled_sessions);
     }
+    f.close();
   }
-  std::ofstream(dir + "/summary.json") << replay_json(r).dump(2) << "\n";
-  std::ofstream(dir + "/scenario.json") << to_json(r.real).dump(2) << "\n";
-  std::ofstream(dir + "/scenario_simulated.json") << to_json(r.simulated).dump(2) << "\n";
+  write_file_atomically(dir + "/scenario.json", to_json(r.real).dump(2) + "\n", "scenario.json");
+  write_file_atomically(dir + "/scenario_simulated.json", to_json(r.simulated).dump(2) + "\n",
+                        "scenario_simulated.json");
+  // Last: summary.json says the folder is complete.
+  write_file_atomically(dir + "/summary.json", replay_json(r).dump(2) + "\n", "summary.json");
 }
 
 }  // namespace metronome::replay

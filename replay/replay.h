@@ -41,7 +41,8 @@ nlohmann::json replay_json(const ReplayRun& r);
 std::string replay_text(const ReplayRun& r);
 // Writes measured.csv, simulated.csv (TimeSeriesWriter columns), frames.csv (every measured frame),
 // steps.csv (every measured step: wall start and end, thread CPU time), pool.csv (measured pool
-// changes), summary.json and the two resolved scenarios into dir.
+// changes), the two resolved scenarios and, last, summary.json into dir (which the caller has
+// opened as an OutputDir, so that the previous summary.json is gone).
 void write_replay_dir(const ReplayRun& r, const std::string& dir);
 
 }  // namespace metronome::replay

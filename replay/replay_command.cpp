@@ -8,8 +8,10 @@
 
 #include "replay/replay.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/option_checks.h"
 #include "sim/cli/scenario_options.h"
 #include "sim/config_error.h"
+#include "sim/output_dir.h"
 
 namespace metronome::cli {
 
@@ -36,7 +38,7 @@ Run add_replay(CLI::App& app) {
   cmd->add_option("--num-blocks", o->num_blocks,
                   "KV pool size in blocks for both runs (engine.num_blocks), so that the cliff "
                   "arrives within a short run")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(kDecimalInteger & CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--calibration", o->calibration,
                   "Calibration file the simulation uses (default for cpu: the measured "
                   "results/calibration/tiny_cpu.json of the source tree; for gpu: the scenario's "
@@ -70,6 +72,12 @@ Run add_replay(CLI::App& app) {
                 << " backend; the simulation uses the scenario's own cost model\n";
     }
     const Scenario simulated = load_scenario(o->scenario.scenario, sim_sets);
+    // --out is checked (created, locked, the old summary.json removed) before the wall-clock run,
+    // not after it.
+    std::unique_ptr<OutputDir> out;
+    if (!o->out.empty()) {
+      out = std::make_unique<OutputDir>(o->out, "--out", std::vector<std::string>{"summary.json"});
+    }
 
     replay::ReplayRun r;
     try {

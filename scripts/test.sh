@@ -3,7 +3,8 @@
 #   1. install what is missing, build everything (CUDA kernels too where nvcc exists), run ctest;
 #   2. the CPU code again under AddressSanitizer + UndefinedBehaviorSanitizer, its tests with no report;
 #   3. the golden summaries again from a Debug build: results must not depend on the build type;
-#   4. a bounded libFuzzer run over the scenario loader and the --set parser.
+#   4. a bounded libFuzzer run of each target: the scenario loader and --set, sweep specs, the
+#      calibration reader and `calibrate report`, and the command-line options (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
@@ -19,7 +20,7 @@ cmake --preset debug >/dev/null
 cmake --build --preset debug --target metronome_sim_tests
 build-debug/tests/sim/metronome_sim_tests --gtest_filter='Scenarios/Golden.*'
 
-echo "== fuzzing the scenario loader" >&2
+echo "== fuzzing the loaders and option parsing" >&2
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
-scripts/fuzz.sh --runs "${METRONOME_FUZZ_RUNS:-5000}"
+scripts/fuzz.sh --runs "${METRONOME_FUZZ_RUNS:-3000}"

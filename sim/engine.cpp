@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include "sim/cost/pass_shape.h"
+#include "sim/cost/step_time.h"
 
 #include <algorithm>
 #include <cmath>
@@ -448,7 +449,7 @@ void Engine::try_start_step(Time now) {
     passes.add(s.count, q, cached, n_out_, window_);
   }
   const double seconds = passes.seconds(cost_);
-  const Time duration = std::max<Time>(1, from_seconds(seconds));
+  const Time duration = step_duration(seconds, cost_);
   busy_ = true;
   step_start_ = now;
   events_.push(now + duration, EventKind::kStepDone);
@@ -517,7 +518,7 @@ void Engine::vllm_start_step(Time now) {
         std::max(result_.max_resident_blocks_per_session, vllm_->blocks_held(x.session));
   }
   batch_members_ = static_cast<int64_t>(p.scheduled.size());
-  const Time duration = std::max<Time>(1, from_seconds(cost_.pass_seconds(pass)));
+  const Time duration = step_duration(cost_.pass_seconds(pass), cost_);
   busy_ = true;
   step_start_ = now;
   events_.push(now + duration, EventKind::kStepDone);

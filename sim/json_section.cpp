@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/json_file.h"
+
 namespace metronome {
 
 const nlohmann::json JsonSection::kEmpty = nlohmann::json::object();
@@ -11,7 +13,7 @@ JsonSection::JsonSection(const nlohmann::json& j, std::string source, std::strin
     : j_(j), source_(std::move(source)), path_(std::move(path)) {
   if (!j_.is_object()) {
     throw ConfigError(source_ + ": " + (path_.empty() ? "scenario" : path_) +
-                      ": expected a JSON object, got " + j_.dump());
+                      ": expected a JSON object, got " + json_preview(j_));
   }
 }
 
@@ -20,12 +22,9 @@ std::string JsonSection::field(std::string_view key) const {
 }
 
 void JsonSection::fail(std::string_view key, std::string_view expected) const {
-  std::string got;
   auto it = j_.find(std::string(key));
-  // Replace invalid UTF-8 rather than throw while reporting an error.
-  got = it == j_.end() ? "nothing (the field is missing)"
-                       : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (got.size() > 80) got = got.substr(0, 77) + "...";
+  // A bounded preview: the offending value may be megabytes or deeply nested.
+  const std::string got = it == j_.end() ? "nothing (the field is missing)" : json_preview(*it);
   throw ConfigError(source_ + ": " + field(key) + ": expected " + std::string(expected) + ", got " +
                     got);
 }
@@ -188,6 +187,7 @@ void JsonSection::finish() const {
       std::string key =
           nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       key = key.substr(1, key.size() - 2);  // without the quotes dump() adds
+      if (key.size() > 80) key = key.substr(0, 77) + "...";
       throw ConfigError(source_ + ": " + field(key) +
                         ": unknown field (check its spelling against docs/scenarios.md)");
     }

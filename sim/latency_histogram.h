@@ -70,6 +70,12 @@ class LatencyHistogram {
     return centre_of(kBins - 1);
   }
 
+  // For outputs: NaN when there are no frames at all (a percentile of nothing is undefined, not 0;
+  // JSON writes it as null). percentile() keeps 0 there for the admission controller's signal.
+  double output_percentile(double p) const {
+    return total() == 0 ? std::numeric_limits<double>::quiet_NaN() : percentile(p);
+  }
+
   static int bin_of(double seconds) {
     constexpr double kLowest = 1.0 / (1LL << -kMinExp);
     constexpr double kHighest = static_cast<double>(1LL << kMaxExp);

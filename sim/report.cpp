@@ -23,9 +23,9 @@ std::optional<double> relative_error(const std::optional<double>& simulated,
 }
 
 json latency_json(const LatencyHistogram& h) {
-  return {{"p50_s", finite(h.percentile(0.50))},
-          {"p95_s", finite(h.percentile(0.95))},
-          {"p99_s", finite(h.percentile(0.99))},
+  return {{"p50_s", finite(h.output_percentile(0.50))},
+          {"p95_s", finite(h.output_percentile(0.95))},
+          {"p99_s", finite(h.output_percentile(0.99))},
           {"observed_frames", h.count()},
           {"censored_frames", h.censored()}};
 }
@@ -61,6 +61,7 @@ std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.2f} s", *v) : std::string("never (within the horizon)");
 }
 std::string ms(double v) {
+  if (std::isnan(v)) return "none (no frames)";
   return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored";
 }
 double frac(int64_t a, int64_t b) {
@@ -207,9 +208,10 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
       r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
       pct(frac(r.frames_reported_late, r.frames_due)),
       pct(frac(r.frames_due - r.frames_on_time, r.frames_due)));
-  o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
-                   ms(r.reported_latency.percentile(0.5)), ms(r.reported_latency.percentile(0.99)),
-                   ms(r.true_latency.percentile(0.5)), ms(r.true_latency.percentile(0.99)));
+  o << fmt::format(
+      "latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
+      ms(r.reported_latency.output_percentile(0.5)), ms(r.reported_latency.output_percentile(0.99)),
+      ms(r.true_latency.output_percentile(0.5)), ms(r.true_latency.output_percentile(0.99)));
   if (r.admission.capped) {
     const auto& a = r.admission;
     std::string flags;

@@ -263,7 +263,7 @@ nlohmann::json read_scenario_json(const std::string& path) {
     auto text = embedded_scenario_file("default.json");
     if (!text) throw ConfigError("no built-in default scenario (scenarios/default.json)");
     source = "(built-in) scenarios/default.json";
-    j = nlohmann::json::parse(*text);
+    j = parse_json(*text, source);
   } else {
     j = read_json_file(path, "scenario file");
     source = path;
@@ -287,19 +287,15 @@ nlohmann::json read_scenario_json(const std::string& path) {
 }
 
 void apply_set(nlohmann::json& j, const std::string& assignment, const std::string& base_dir) {
-  const std::string where = "--set " + assignment;
+  const std::string where = "--set " + argument_preview(assignment);
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw ConfigError(where + ": expected key=value, e.g. workload.frame_period_s=0.08");
   }
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    value = text;  // a bare word such as windowed
-  }
+  // A bare word such as windowed is a string; JSON that breaks a limit (1e309) is an error.
+  const nlohmann::json value = parse_json_if_json(text, where).value_or(nlohmann::json(text));
   nlohmann::json* node = &j;
   std::string walked;
   size_t pos = 0;

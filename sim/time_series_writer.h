@@ -1,20 +1,20 @@
-// Streams a run's samples to CSV as they happen (memory does not grow with the horizon).
+// Streams a run's samples to CSV as they happen (memory does not grow with the horizon). Every
+// write is checked (sim/output_file.h); close() reports a write that failed late.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 
+#include "sim/output_file.h"
 #include "sim/run_observer.h"
 
 namespace metronome {
 
 class TimeSeriesWriter : public RunObserver {
  public:
-  explicit TimeSeriesWriter(const std::string& path) : out_(path) {
-    if (!out_) throw std::runtime_error(path + ": cannot open for writing");
+  explicit TimeSeriesWriter(const std::string& path) : out_(path, "time series") {
     out_ << "t_s,pool_used_blocks,pool_fraction,live_sessions,stalled_sessions,frames_due,"
             "frames_served,frames_on_time,tokens_produced,tokens_per_frame,silent_fraction,"
             "reported_miss_rate,reported_p50_ms,reported_p99_ms,true_p50_ms,true_p99_ms,admission_"
@@ -33,13 +33,14 @@ class TimeSeriesWriter : public RunObserver {
         x.admission_cap >= 0 ? std::to_string(x.admission_cap) : std::string(),
         x.sessions_rejected);
   }
+  void close() { out_.close(); }
 
  private:
   // Empty when no frame in the interval defines the percentile, never NaN or inf.
   static std::string ms(double s, int64_t n) {
     return n > 0 && std::isfinite(s) ? fmt::format("{:.3f}", s * 1e3) : std::string();
   }
-  std::ofstream out_;
+  OutputFile out_;
 };
 
 }  // namespace metronome

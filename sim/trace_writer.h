@@ -1,13 +1,13 @@
 // A Chrome/Perfetto trace (JSON array format) of one run: engine steps as slices, stalls and
 // preemptions as instants, pool occupancy and live sessions as counters. Open it at
-// ui.perfetto.dev.
+// ui.perfetto.dev. Writes are checked; close() ends the JSON and reports a failed write.
 #pragma once
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <string>
 
+#include "sim/output_file.h"
 #include "sim/run_observer.h"
 
 namespace metronome {
@@ -16,12 +16,11 @@ class TraceWriter : public RunObserver {
  public:
   // Steps beyond max_events are dropped (noted in the trace) so a long run cannot fill the disk.
   explicit TraceWriter(const std::string& path, int64_t max_events = 2'000'000)
-      : out_(path), max_events_(max_events) {
-    if (!out_) throw std::runtime_error(path + ": cannot open for writing");
+      : out_(path, "--trace"), max_events_(max_events) {
     out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
     out_ << R"({"ph":"M","pid":1,"name":"process_name","args":{"name":"metronome engine"}})";
   }
-  ~TraceWriter() override {
+  void close() {
     if (dropped_ > 0) {
       out_ << fmt::format(
           ",\n{{\"ph\":\"i\",\"pid\":1,\"tid\":1,\"s\":\"g\",\"ts\":{:.3f},"
@@ -29,6 +28,7 @@ class TraceWriter : public RunObserver {
           last_us_, dropped_);
     }
     out_ << "\n]}\n";
+    out_.close();
   }
 
   void on_step(Time start, Time end, int64_t batch, int64_t pool_used) override {
@@ -75,7 +75,7 @@ class TraceWriter : public RunObserver {
     ++dropped_;
     return false;
   }
-  std::ofstream out_;
+  OutputFile out_;
   int64_t max_events_;
   int64_t events_ = 0;
   int64_t dropped_ = 0;

@@ -3,6 +3,7 @@
 
 #include "sim/capacity.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/option_checks.h"
 #include "sim/cli/scenario_options.h"
 
 namespace metronome::cli {
@@ -23,12 +24,12 @@ Run add_capacity(CLI::App& app) {
   cmd->add_option("--fraction", o->fraction,
                   "Fraction of the deadline the p95 latency must stay under (default: the "
                   "scenario's admission.high_fraction, 0.9)")
-      ->check(CLI::Range(1e-6, 1e3));
+      ->check(kFiniteNumber & CLI::Range(1e-6, 1e3));
   cmd->add_option(
          "--probe-s", o->probe_s,
          "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
          "time to fill S + W; unbounded, the call length within the horizon)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(kFiniteNumber & CLI::Range(0.0, 1e6));
   return [o]() {
     const Scenario s = o->scenario.load();
     const double f = o->fraction > 0 ? o->fraction : s.admission.high_fraction;

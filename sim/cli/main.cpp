@@ -1,8 +1,12 @@
 // metronome: when does a real-time serving engine fall off its memory cliff?
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "sim/cli/commands.h"
 #include "sim/config_error.h"
+#include "sim/output_file.h"
 #include "sim/report.h"
 
 int main(int argc, char** argv) {
@@ -35,13 +39,29 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Help and --version exit 0; every rejected option is bad input, exit 2 like the rest.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (auto& [cmd, run] : commands) {
-      if (cmd->parsed()) return run();
+      if (!cmd->parsed()) continue;
+      const int rc = run();
+      // stdout to a full disk (or a closed pipe) must not look like success.
+      if (!stdout_ok()) {
+        std::cerr << "metronome: error: cannot write standard output: "
+                  << (errno ? std::strerror(errno) : "write failed") << "\n";
+        return 1;
+      }
+      return rc;
     }
   } catch (const ConfigError& e) {
+    std::cerr << "metronome: error: " << e.what() << "\n";
+    return 2;
+  } catch (const IoError& e) {
+    std::cerr << "metronome: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that the system refused (permissions, a file where a folder goes).
     std::cerr << "metronome: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

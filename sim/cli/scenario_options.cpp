@@ -1,5 +1,7 @@
 #include "sim/cli/scenario_options.h"
 
+#include "sim/cli/option_checks.h"
+
 namespace metronome::cli {
 
 void ScenarioOptions::add_to(CLI::App& app) {
@@ -12,7 +14,8 @@ void ScenarioOptions::add_to(CLI::App& app) {
          "workload.frame_period_s=0.08 --set kv_policy.type=windowed; repeatable; VALUE is "
          "JSON where it parses, else a string; model=NAME and gpu=NAME swap the description")
       ->type_name("KEY=VALUE");
-  app.add_option("--seed", seed, "Random seed (overrides the scenario's \"seed\"; default 1)");
+  app.add_option("--seed", seed, "Random seed (overrides the scenario's \"seed\"; default 1)")
+      ->check(kDecimalInteger);
   app.add_flag("--json", json, "Print the JSON result to stdout instead of a short summary");
 }
 

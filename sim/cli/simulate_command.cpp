@@ -1,5 +1,3 @@
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -8,6 +6,8 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/output_dir.h"
+#include "sim/output_file.h"
 #include "sim/service_rate.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"
@@ -29,7 +29,8 @@ Run add_simulate(CLI::App& app) {
   o->scenario.add_to(*cmd);
   cmd->add_option("--out", o->out,
                   "Directory for summary.json, timeseries.csv (one row per output.sample_period_s "
-                  "seconds) and the resolved scenario.json; created if missing");
+                  "seconds) and the resolved scenario.json; created if missing. summary.json is "
+                  "written last: a folder without it holds an unfinished run");
   cmd->add_option(
       "--trace", o->trace,
       "Write a Chrome/Perfetto trace (JSON) of engine steps, stalls and pool occupancy");
@@ -40,11 +41,14 @@ Run add_simulate(CLI::App& app) {
     prediction.service = check_service(s, prediction, *cost);
 
     ObserverList observers;
+    std::unique_ptr<OutputDir> out;
     std::unique_ptr<TimeSeriesWriter> series;
     std::unique_ptr<TraceWriter> trace;
     if (!o->out.empty()) {
-      std::filesystem::create_directories(o->out);
-      series = std::make_unique<TimeSeriesWriter>(o->out + "/timeseries.csv");
+      // The old summary.json goes first: until the new one is written the folder is incomplete.
+      out = std::make_unique<OutputDir>(o->out, "--out",
+                                        std::vector<std::string>{"summary.json", "scenario.json"});
+      series = std::make_unique<TimeSeriesWriter>(out->file("timeseries.csv"));
       observers.add(series.get());
     }
     if (!o->trace.empty()) {
@@ -54,9 +58,11 @@ Run add_simulate(CLI::App& app) {
     Engine engine(s, *cost, observers.empty() ? nullptr : &observers);
     const RunResult r = engine.run();
     const auto j = run_json(s, prediction, r, cost->label());
-    if (!o->out.empty()) {
-      std::ofstream(o->out + "/summary.json") << j.dump(2) << "\n";
-      std::ofstream(o->out + "/scenario.json") << to_json(s).dump(2) << "\n";
+    if (trace) trace->close();
+    if (out) {
+      series->close();
+      write_file_atomically(out->file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
+      write_file_atomically(out->file("summary.json"), j.dump(2) + "\n", "summary.json");
     }
     if (o->scenario.json) {
       std::cout << j.dump(2) << "\n";

@@ -11,6 +11,7 @@
 #endif
 
 #include "sim/cli/commands.h"
+#include "sim/cli/option_checks.h"
 #include "sim/config_error.h"
 #include "sim/sweep/sweep_runner.h"
 
@@ -93,7 +94,7 @@ Run add_sweep(CLI::App& app) {
   cmd->add_option("--seeds", o->seeds, "N (seeds 1..N), A..B or A,B,C (default 1)");
   cmd->add_option("--out", o->out, "Output directory (created)")->required();
   cmd->add_option("-j,--jobs", o->jobs, "Parallel runs (default: all hardware threads)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kDecimalInteger & CLI::Range(0, 4096));
   cmd->add_option(
       "--shard", o->shard,
       "I/N: run only runs with run % N == I (for job arrays); combine with sweep-merge");
@@ -102,6 +103,14 @@ Run add_sweep(CLI::App& app) {
                 "shards into OUT (the single-process result, byte for byte) and removes them. OUT "
                 "must be on a filesystem every rank sees. Needs a build with MPI (OpenMPI)");
   return [o]() {
+    // Signals first: loading and checking a large grid takes time, and Ctrl-C must work there too.
+    if (!o->mpi) {
+      struct sigaction sa = {};
+      sa.sa_handler = on_sigint;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGINT, &sa, nullptr);
+      sigaction(SIGTERM, &sa, nullptr);
+    }
     SweepSpec spec;
     if (!o->file.empty()) spec = load_sweep_file(o->file);
     if (!o->scenario.empty()) spec.scenario = o->scenario;
@@ -109,13 +118,7 @@ Run add_sweep(CLI::App& app) {
     for (const auto& g : o->grid) spec.axes.push_back(parse_grid_axis(g));
     if (!o->seeds.empty()) spec.seeds = parse_seeds(o->seeds);
     if (spec.seeds.empty()) spec.seeds = {1};
-    for (size_t i = 0; i < spec.axes.size(); ++i) {
-      for (size_t k = 0; k < i; ++k) {
-        if (spec.axes[k].key == spec.axes[i].key) {
-          throw ConfigError("--grid " + spec.axes[i].key + ": the same key is given twice");
-        }
-      }
-    }
+    spec.check_limits();
     SweepOptions opt;
     opt.jobs = o->jobs;
     if (!o->shard.empty()) opt.shard = parse_shard(o->shard);
@@ -123,11 +126,6 @@ Run add_sweep(CLI::App& app) {
     if (o->mpi) return run_mpi(spec, opt);
     opt.progress = isatty(STDERR_FILENO) != 0;
     opt.stop = &g_stop;
-    struct sigaction sa = {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
     const SweepOutcome r = run_sweep(spec, opt);
     std::cerr << "metronome sweep: " << r.written << " of " << r.planned << " runs written to "
               << o->out << (r.complete ? "" : " (interrupted: rows are complete, the rest not run)")

@@ -13,6 +13,7 @@
 namespace metronome {
 
 namespace {
+constexpr double kMaxCoefficient = 3600;
 struct TermInfo {
   CostTerm term;
   std::string_view name, unit;
@@ -143,7 +144,9 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
       }
       if (seen[static_cast<size_t>(ct.term)]) t.fail("name", "each term once");
       seen[static_cast<size_t>(ct.term)] = true;
-      ct.coefficient = t.number("coefficient", std::nullopt);
+      // Seconds per unit of a feature (per session, token, pair): an hour per unit is already
+      // absurd, and the bound keeps every sum of terms finite (1e308 x a feature is inf).
+      ct.coefficient = t.in_range("coefficient", std::nullopt, -kMaxCoefficient, kMaxCoefficient);
       ct.dropped = t.boolean("dropped", false);
       const std::string unit = t.string("unit", std::string(term_unit(ct.term)));
       if (unit != term_unit(ct.term)) t.fail("unit", "\"" + std::string(term_unit(ct.term)) + "\"");

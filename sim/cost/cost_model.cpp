@@ -8,6 +8,7 @@
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/fixed_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
+#include "sim/cost/step_time.h"
 #include "sim/scenario.h"
 
 namespace metronome {
@@ -21,6 +22,12 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
+  std::unique_ptr<CostModel> m = make_unchecked_cost_model(s);
+  check_step_bounds(s, *m);
+  return m;
+}
+
+std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
   if (s.cost_model.type == "fixed") return std::make_unique<FixedCostModel>(s.cost_model.step_overhead_s);
   if (s.cost_model.type == "roofline") {
     return std::make_unique<RooflineCostModel>(s.model, s.gpu, s.cost_model.step_overhead_s);

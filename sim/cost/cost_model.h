@@ -27,7 +27,11 @@ class CostModel {
   virtual bool measured() const = 0;
 };
 
-// Builds the cost model the scenario names (cost_model.type).
+// Builds the cost model the scenario names (cost_model.type) and checks that no step it prices can
+// leave the engine's int64 clock (check_step_bounds in sim/cost/step_time.h): ConfigError naming
+// the field otherwise.
 std::unique_ptr<CostModel> make_cost_model(const Scenario& s);
+// The same without the step bounds (for tests of the bounds themselves).
+std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s);
 
 }  // namespace metronome

@@ -18,6 +18,9 @@
 #include "sim/config_error.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/json_file.h"
+#include "sim/output_dir.h"
+#include "sim/output_file.h"
 #include "sim/report.h"
 #include "sim/sweep/wilson.h"
 
@@ -68,10 +71,10 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
   row["frames_due"] = r.frames_due;
   row["frames_silent"] = r.frames_silent;
   row["silent_frame_fraction"] = frac(r.frames_silent, r.frames_due);
-  row["reported_p50_s"] = finite(r.reported_latency.percentile(0.50));
-  row["reported_p99_s"] = finite(r.reported_latency.percentile(0.99));
-  row["true_p50_s"] = finite(r.true_latency.percentile(0.50));
-  row["true_p99_s"] = finite(r.true_latency.percentile(0.99));
+  row["reported_p50_s"] = finite(r.reported_latency.output_percentile(0.50));
+  row["reported_p99_s"] = finite(r.reported_latency.output_percentile(0.99));
+  row["true_p50_s"] = finite(r.true_latency.output_percentile(0.50));
+  row["true_p99_s"] = finite(r.true_latency.output_percentile(0.99));
   row["pool_peak_fraction"] = frac(r.peak_pool_blocks, p.pool.num_blocks);
   row["engine_busy_fraction"] = r.end_s > 0 ? r.busy_s / r.end_s : 0.0;
   return row;
@@ -138,39 +141,41 @@ std::string csv_line(const ojson& row) {
   return line;
 }
 
-// Writes a file whole: to a temporary name, then renamed, so readers never see half of it.
+// A file written whole: to a temporary name, then renamed, so readers never see half of it and a
+// failed write never replaces the previous good file.
 void write_whole(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary);
-    if (!o) throw ConfigError(tmp + ": cannot open for writing");
-    o << text;
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path, text, path.substr(path.find_last_of('/') + 1));
 }
 
-// Row streams: the header goes with the first row, every row is flushed whole.
+// The files a finished sweep leaves; removed when a new sweep opens the folder, so that an
+// interrupted rerun cannot leave the old "complete": true beside its partial rows.
+const std::vector<std::string> kSummaryFiles = {"sweep.json", "aggregate.json", "aggregate.csv",
+                                                "scenario.json"};
+
+// Row streams: the header goes with the first row, every row is handed to the kernel whole, and
+// every write is checked.
 class RowWriter {
  public:
-  explicit RowWriter(const std::string& dir)
-      : jsonl_(dir + "/runs.jsonl", std::ios::binary), csv_(dir + "/runs.csv", std::ios::binary) {
-    if (!jsonl_ || !csv_) throw ConfigError(dir + ": cannot open runs.jsonl/runs.csv for writing");
-  }
+  explicit RowWriter(const OutputDir& dir)
+      : jsonl_(dir.file("runs.jsonl"), "runs.jsonl"), csv_(dir.file("runs.csv"), "runs.csv") {}
   void write(const ojson& row) {
     std::string csv = csv_line(row);
     if (!header_done_) {
       csv = csv_header(row) + csv;
       header_done_ = true;
     }
-    const std::string line = row.dump() + "\n";
-    jsonl_.write(line.data(), static_cast<std::streamsize>(line.size()));
+    jsonl_.write(row.dump() + "\n");
     jsonl_.flush();
-    csv_.write(csv.data(), static_cast<std::streamsize>(csv.size()));
+    csv_.write(csv);
     csv_.flush();
+  }
+  void close() {
+    jsonl_.close();
+    csv_.close();
   }
 
  private:
-  std::ofstream jsonl_, csv_;
+  OutputFile jsonl_, csv_;
   bool header_done_ = false;
 };
 
@@ -186,10 +191,13 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
   meta["runs_planned"] = planned;
   meta["runs_written"] = static_cast<int64_t>(rows.size());
   meta["complete"] = complete;
-  write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
   write_whole(dir + "/scenario.json",
               to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n");
-  if (!with_aggregate) return;
+  // sweep.json, the completion marker, goes last.
+  if (!with_aggregate) {
+    write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
+    return;
+  }
   // Aggregate every point whose seeds are all present.
   const auto nseeds = static_cast<size_t>(spec.seeds.size());
   ojson agg = ojson::array();
@@ -216,6 +224,7 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
   flush();
   write_whole(dir + "/aggregate.json", agg.dump(2) + "\n");
   write_whole(dir + "/aggregate.csv", csv);
+  write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
 }
 
 void progress_bar(int64_t done, int64_t total) {
@@ -277,10 +286,15 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   if (spec.seeds.empty()) throw ConfigError("sweep: no seeds (use --seeds N or --seeds a..b)");
   if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
-  // Load and validate every grid point before running anything.
+  spec.check_limits();
+  const auto stopped = [&] { return o.stop && o.stop->load(); };
+  // Load and validate every grid point before running anything (or touching the output folder).
   std::vector<Scenario> points;
   std::vector<std::optional<FirstOrderPrediction>> predictions;
   for (int64_t p = 0; p < spec.points(); ++p) {
+    // Stopped while loading: no worker starts a run (the flag stays set), and the files below
+    // say so.
+    if (stopped()) break;
     points.push_back(spec.load_point(p));
     predictions.emplace_back();
     if (seed_free_schedule(points.back())) predictions.back() = predict_first_order(points.back());
@@ -289,8 +303,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   for (int64_t r = 0; r < spec.runs(); ++r) {
     if (o.shard.owns(r)) mine.push_back(r);
   }
-  std::filesystem::create_directories(o.out_dir);
-  RowWriter writer(o.out_dir);
+  const OutputDir dir(o.out_dir, "--out", kSummaryFiles);
+  RowWriter writer(dir);
 
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int jobs = std::max(1, std::min<int>(o.jobs > 0 ? o.jobs : hw,
@@ -299,11 +313,12 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   std::mutex m;
   std::condition_variable cv;
   std::atomic<size_t> next{0};
+  std::atomic<bool> abort{false};  // the writer failed (a full disk): take no new runs
   std::exception_ptr error;
   size_t finished_workers = 0;
   auto worker = [&] {
     while (true) {
-      if (o.stop && o.stop->load()) break;
+      if ((o.stop && o.stop->load()) || abort.load()) break;
       const size_t i = next.fetch_add(1);
       if (i >= mine.size()) break;
       std::optional<ojson> row;
@@ -336,7 +351,15 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
         ojson row = std::move(*done[w]);
         done[w].reset();
         lock.unlock();
-        writer.write(row);
+        try {
+          writer.write(row);
+        } catch (...) {
+          // Stop the workers and join them before the error leaves: a joinable std::thread
+          // destroyed by unwinding would terminate the process.
+          abort.store(true);
+          for (auto& t : threads) t.join();
+          throw;
+        }
         written.push_back(std::move(row));
         ++w;
         if (o.progress) progress_bar(static_cast<int64_t>(w), static_cast<int64_t>(mine.size()));
@@ -354,6 +377,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
     ++w;
   }
   if (o.progress) std::cerr << "\n";
+  writer.close();
   if (error) std::rethrow_exception(error);
   SweepOutcome out;
   out.planned = static_cast<int64_t>(mine.size());
@@ -369,14 +393,10 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
   std::optional<ojson> spec_json;
   std::map<int64_t, ojson> rows;
   for (const auto& d : dirs) {
-    std::ifstream meta_in(d + "/sweep.json");
-    if (!meta_in) throw ConfigError(d + ": no sweep.json (not a sweep output directory)");
-    ojson meta;
-    try {
-      meta = ojson::parse(meta_in);
-    } catch (const std::exception& e) {
-      throw ConfigError(d + "/sweep.json: not valid JSON: " + e.what());
-    }
+    if (!std::filesystem::exists(d + "/sweep.json"))
+      throw ConfigError(d + ": no sweep.json (not a sweep output directory)");
+    const ojson meta =
+        parse_ordered_json(read_text_file(d + "/sweep.json", "sweep summary"), d + "/sweep.json");
     if (!spec_json) {
       spec_json = meta["spec"];
     } else if (meta["spec"] != *spec_json) {
@@ -391,9 +411,13 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
       if (line.empty()) continue;
       ojson row;
       try {
-        row = ojson::parse(line);
-      } catch (const std::exception&) {
+        row = parse_ordered_json(line, d + "/runs.jsonl");
+      } catch (const ConfigError&) {
         throw ConfigError(fmt::format("{}/runs.jsonl:{}: a torn or invalid row", d, lineno));
+      }
+      if (!row.is_object() || !row.contains("run") || !row["run"].is_number_integer()) {
+        throw ConfigError(
+            fmt::format("{}/runs.jsonl:{}: a row without an integer \"run\"", d, lineno));
       }
       const int64_t run = row["run"].get<int64_t>();
       if (!rows.emplace(run, std::move(row)).second) {
@@ -419,14 +443,15 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
                       r, spec.runs()));
     }
   }
-  std::filesystem::create_directories(out_dir);
+  const OutputDir dir(out_dir, "sweep-merge --out", kSummaryFiles);
   std::vector<ojson> all;
   {
-    RowWriter writer(out_dir);
+    RowWriter writer(dir);
     for (auto& [run, row] : rows) {
       writer.write(row);
       all.push_back(std::move(row));
     }
+    writer.close();
   }
   write_summary_files(spec, out_dir, Shard{}, spec.runs(), all, true, true);
 }

@@ -1,7 +1,11 @@
 #include "sim/sweep/sweep_spec.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "sim/config_error.h"
@@ -10,9 +14,59 @@
 namespace metronome {
 
 int64_t SweepSpec::points() const {
+  // Saturates instead of overflowing: 63 axes of 2 values is 2^63 points.
   int64_t n = 1;
-  for (const auto& a : axes) n *= static_cast<int64_t>(a.values.size());
+  for (const auto& a : axes) {
+    const auto k = static_cast<int64_t>(a.values.size());
+    if (k == 0) return 0;
+    n = n > std::numeric_limits<int64_t>::max() / k ? std::numeric_limits<int64_t>::max() : n * k;
+  }
   return n;
+}
+
+int64_t SweepSpec::runs() const {
+  const int64_t p = points();
+  const auto k = static_cast<int64_t>(seeds.size());
+  if (k == 0) return 0;
+  return p > std::numeric_limits<int64_t>::max() / k ? std::numeric_limits<int64_t>::max() : p * k;
+}
+
+void SweepSpec::check_limits() const {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (axes[k].key == axes[i].key) {
+        throw ConfigError("--grid " + axes[i].key + ": the same key is given twice");
+      }
+    }
+  }
+  // The spec is written into sweep.json: every key, value, --set and path must be valid UTF-8.
+  try {
+    (void)to_json().dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw ConfigError(
+        "sweep: a --grid key or value, a --set or the scenario path is not valid UTF-8 (expected "
+        "UTF-8 text)");
+  }
+  std::string shape;
+  for (const auto& a : axes) {
+    shape += (shape.empty() ? "" : " x ") + std::to_string(a.values.size()) + " (" + a.key + ")";
+  }
+  if (shape.empty()) shape = "1 (no grid)";
+  if (shape.size() > 200) shape = shape.substr(0, 197) + "...";
+  if (points() > kMaxGridPoints) {
+    throw ConfigError(fmt::format(
+        "sweep grid: {} points{} = {}; expected at most {} points (split the sweep)", shape,
+        points() == std::numeric_limits<int64_t>::max() ? " (more than 9.2e18)" : "",
+        points() == std::numeric_limits<int64_t>::max() ? std::string("overflow")
+                                                        : std::to_string(points()),
+        kMaxGridPoints));
+  }
+  if (runs() > kMaxSweepRuns) {
+    throw ConfigError(fmt::format(
+        "sweep: {} grid points x {} seeds = {} runs; expected at most {} runs per sweep (fewer "
+        "seeds, or split the sweep with several --out directories)",
+        points(), seeds.size(), runs(), kMaxSweepRuns));
+  }
 }
 
 std::vector<nlohmann::json> SweepSpec::values_of(int64_t point) const {
@@ -80,17 +134,32 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
+// Decimal digits only: no sign (-1 would wrap), no leading zero (010 reads as octal elsewhere).
 uint64_t parse_u64(const std::string& s, const std::string& what) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) {
-    throw ConfigError(what + ": \"" + s + "\" is not a non-negative integer");
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19 ||
+      (s.size() > 1 && s[0] == '0')) {
+    throw ConfigError(what + ": \"" + s +
+                      "\" is not a non-negative decimal integer without leading zeros");
   }
   return std::stoull(s);
 }
 
 }  // namespace
 
+void check_distinct_seeds(const std::vector<uint64_t>& seeds, const std::string& where) {
+  std::set<uint64_t> seen;
+  for (const uint64_t s : seeds) {
+    if (!seen.insert(s).second) {
+      throw ConfigError(
+          where + ": seed " + std::to_string(s) +
+          " is given twice (expected each seed once: a repeated seed is the same run, "
+          "and counting it twice would narrow the Wilson interval)");
+    }
+  }
+}
+
 GridAxis parse_grid_axis(const std::string& arg) {
-  const std::string where = "--grid " + arg;
+  const std::string where = "--grid " + argument_preview(arg);
   const auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
     throw ConfigError(where + ": expected KEY=V1,V2,..., e.g. kv_policy.type=unbounded,windowed");
@@ -99,36 +168,39 @@ GridAxis parse_grid_axis(const std::string& arg) {
   a.key = arg.substr(0, eq);
   for (const auto& text : split_top_level(arg.substr(eq + 1))) {
     if (text.empty()) throw ConfigError(where + ": empty value in the list");
-    try {
-      a.values.push_back(nlohmann::json::parse(text));
-    } catch (const nlohmann::json::parse_error&) {
-      a.values.emplace_back(text);  // a bare word such as windowed
-    }
+    // A bare word such as windowed is a string.
+    a.values.push_back(parse_json_if_json(text, where).value_or(nlohmann::json(text)));
   }
   return a;
 }
 
 std::vector<uint64_t> parse_seeds(const std::string& arg) {
-  const std::string where = "--seeds " + arg;
+  const std::string where = "--seeds " + argument_preview(arg);
   std::vector<uint64_t> seeds;
   if (const auto dots = arg.find(".."); dots != std::string::npos) {
     const uint64_t a = parse_u64(arg.substr(0, dots), where);
     const uint64_t b = parse_u64(arg.substr(dots + 2), where);
     if (b < a) throw ConfigError(where + ": empty range (the end is before the start)");
-    if (b - a >= 100'000'000) throw ConfigError(where + ": more than 1e8 seeds");
+    if (b - a >= static_cast<uint64_t>(kMaxSweepRuns)) {
+      throw ConfigError(where + ": more than " + std::to_string(kMaxSweepRuns) + " seeds");
+    }
     for (uint64_t s = a; s <= b; ++s) seeds.push_back(s);
   } else if (arg.find(',') != std::string::npos) {
     for (const auto& t : split_top_level(arg)) seeds.push_back(parse_u64(t, where));
+    check_distinct_seeds(seeds, where);
   } else {
     const uint64_t n = parse_u64(arg, where);
-    if (n == 0 || n > 100'000'000) throw ConfigError(where + ": the count must be in [1, 1e8]");
+    if (n == 0 || n > static_cast<uint64_t>(kMaxSweepRuns)) {
+      throw ConfigError(where + ": the count must be in [1, " + std::to_string(kMaxSweepRuns) +
+                        "]");
+    }
     for (uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
   }
   return seeds;
 }
 
 Shard parse_shard(const std::string& arg) {
-  const std::string where = "--shard " + arg;
+  const std::string where = "--shard " + argument_preview(arg);
   const auto slash = arg.find('/');
   if (slash == std::string::npos) throw ConfigError(where + ": expected I/N, e.g. 0/4");
   Shard s;
@@ -141,7 +213,10 @@ Shard parse_shard(const std::string& arg) {
 }
 
 SweepSpec load_sweep_file(const std::string& path) {
-  const nlohmann::json j = read_json_file(path, "sweep file");
+  return parse_sweep_spec(read_json_file(path, "sweep file"), path);
+}
+
+SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   SweepSpec s;
   for (const auto& [k, v] : j.items()) {
@@ -154,12 +229,18 @@ SweepSpec load_sweep_file(const std::string& path) {
       }
     } else if (k == "set") {
       if (!v.is_array()) throw ConfigError(path + ": set: expected an array of \"key=value\"");
-      for (const auto& x : v) s.sets.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+      for (const auto& x : v) {
+        if (!x.is_string()) {
+          throw ConfigError(path + ": set: expected strings \"key=value\", got " + json_preview(x));
+        }
+        s.sets.push_back(x.get<std::string>());
+      }
     } else if (k == "grid") {
       if (v.is_object()) {
         for (const auto& [key, vals] : v.items()) {
           if (!vals.is_array() || vals.empty())
-            throw ConfigError(path + ": grid." + key + ": expected a non-empty array");
+            throw ConfigError(path + ": grid." + json_preview(nlohmann::json(key)) +
+                              ": expected a non-empty array");
           s.axes.push_back({key, std::vector<nlohmann::json>(vals.begin(), vals.end())});
         }
       } else if (v.is_array()) {
@@ -186,11 +267,13 @@ SweepSpec load_sweep_file(const std::string& path) {
             throw ConfigError(path + ": seeds: expected non-negative integers");
           s.seeds.push_back(x.get<uint64_t>());
         }
+        check_distinct_seeds(s.seeds, path + ": seeds");
       } else {
         throw ConfigError(path + ": seeds: expected \"a..b\", a count or a list");
       }
     } else {
-      throw ConfigError(path + ": unknown key \"" + k + "\" (expected scenario, set, grid, seeds)");
+      throw ConfigError(path + ": unknown key " + json_preview(nlohmann::json(k)) +
+                        " (expected scenario, set, grid, seeds)");
     }
   }
   return s;

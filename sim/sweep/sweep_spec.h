@@ -25,14 +25,23 @@ struct Shard {
   bool owns(int64_t run) const { return run % count == index; }
 };
 
+// Every point is loaded and kept, and every row is kept for the aggregate, so the size of a sweep
+// is bounded before anything is expanded: a 691-byte spec must not ask for a billion points.
+inline constexpr int64_t kMaxGridPoints = 100'000;
+inline constexpr int64_t kMaxSweepRuns = 1'000'000;
+
 struct SweepSpec {
   std::string scenario;           // scenario file ("" = built-in default)
   std::vector<std::string> sets;  // applied to every point before the grid
   std::vector<GridAxis> axes;
   std::vector<uint64_t> seeds;
 
-  int64_t points() const;
-  int64_t runs() const { return points() * static_cast<int64_t>(seeds.size()); }
+  int64_t points() const;  // saturates at INT64_MAX
+  int64_t runs() const;    // saturates at INT64_MAX
+  // Checks the grid before anything is expanded: ConfigError for an axis key given twice, text that
+  // is not valid UTF-8 (it goes into sweep.json), or naming
+  // the grid's shape when it exceeds kMaxGridPoints or kMaxSweepRuns.
+  void check_limits() const;
   int64_t point_of(int64_t run) const { return run / static_cast<int64_t>(seeds.size()); }
   uint64_t seed_of(int64_t run) const { return seeds[static_cast<size_t>(run) % seeds.size()]; }
   // The grid values of one point, one per axis.
@@ -46,9 +55,13 @@ struct SweepSpec {
 GridAxis parse_grid_axis(const std::string& arg);
 // "N" (seeds 1..N), "a..b" (inclusive) or "a,b,c".
 std::vector<uint64_t> parse_seeds(const std::string& arg);
+// ConfigError naming `where` and the first seed that appears twice.
+void check_distinct_seeds(const std::vector<uint64_t>& seeds, const std::string& where);
 Shard parse_shard(const std::string& arg);
 // A sweep file: {"scenario": path, "set": [..], "grid": [{"key": k, "values": [..]}, ..] or
 // {"k": [..]}, "seeds": "1..100" or [..]}. Relative scenario paths are relative to the file.
 SweepSpec load_sweep_file(const std::string& path);
+// The same from parsed JSON; `path` names the file in messages and anchors a relative scenario.
+SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path);
 
 }  // namespace metronome

@@ -2,7 +2,8 @@
 // text, optionally followed by a line "--" and one --set assignment per line. Any outcome but
 // success or a ConfigError (a crash, a sanitizer report, another exception, a hang) is a finding.
 // Valid scenarios are also sized, predicted and simulated briefly, so hostile numbers reach the
-// engine.
+// engine. The clamps below bound only the run's length, never a field that a past finding came
+// from (bandwidths, FLOP/s, token counts, pool sizes reach the cost bounds as given).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 #include "sim/config_error.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/json_file.h"
 #include "sim/scenario.h"
 
 using namespace metronome;
@@ -32,9 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   try {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded())
-      j = read_scenario_json("");  // not JSON: fuzz the --set lines on the default
+    // The strict reader (sim/json_file.h): duplicate keys, 1e309 and deep nesting are ConfigErrors.
+    auto parsed = parse_json_if_json(text, "fuzz.json");
+    // Not JSON: fuzz the --set lines on the default.
+    nlohmann::json j = parsed ? std::move(*parsed) : read_scenario_json("");
     if (!j.is_object()) return 0;
     for (const char* key : {"model", "gpu"}) {
       if (j.contains(key) && j[key].is_string())

@@ -6,13 +6,15 @@
 // time of the first frame the pool refused, which block counts and the frame schedule decide (frame
 // 42 here), not how long steps happened to take; steps take about a fifth of the 100 ms period, so
 // even a machine several times slower serves every frame before the next one. The 10% bound is
-// never loosened.
+// never loosened. A machine so loaded that the engine falls more than a frame period behind (it
+// measures its own lag) skips the test with that number rather than fail (real_time_guard.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <iostream>
 
 #include "replay/replay.h"
+#include "tests/replay/real_time_guard.h"
 
 namespace metronome::replay {
 namespace {
@@ -29,6 +31,7 @@ ReplayRun run(const std::string& name) {
 
 TEST(ReplayCpu, UnboundedHitsTheCliffWhereTheSimulatorSays) {
   const ReplayRun r = run("tiny_cpu_unbounded.json");
+  METRONOME_SKIP_UNLESS_REAL_TIME(r);
   ASSERT_TRUE(r.measured.run.crashed);
   ASSERT_TRUE(r.sim.crashed);
   const double measured = *r.measured.first_stall_release_s;
@@ -46,6 +49,8 @@ TEST(ReplayCpu, UnboundedHitsTheCliffWhereTheSimulatorSays) {
 
 TEST(ReplayCpu, WindowedNeverStallsInEither) {
   const ReplayRun r = run("tiny_cpu_windowed.json");
+  // Under load the real engine batches late frames together and its peak differs: skip, as above.
+  METRONOME_SKIP_UNLESS_REAL_TIME(r);
   EXPECT_FALSE(r.measured.run.crashed);
   EXPECT_FALSE(r.sim.crashed);
   EXPECT_EQ(r.measured.run.peak_pool_blocks, r.sim.peak_pool_blocks);

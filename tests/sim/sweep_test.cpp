@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "sim/capacity.h"
@@ -81,16 +82,66 @@ TEST(SweepArgs, ParseAndReject) {
   EXPECT_THROW(parse_shard("0/0"), ConfigError);
   // A bad grid value is reported before anything runs, naming the point.
   SweepSpec bad = small_spec();
-  bad.axes.push_back(parse_grid_axis("kv_policy.type=windowed,bogus"));
+  bad.axes.push_back(parse_grid_axis("engine.exhaustion=stall,bogus"));
   SweepOptions o;
   o.out_dir = temp_dir("bad");
   try {
     run_sweep(bad, o);
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("kv_policy.type=bogus"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("engine.exhaustion=bogus"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/runs.csv"));
+}
+
+TEST(SweepArgs, SeedsAreStrictDecimalAndDistinct) {
+  for (const char* bad : {"010", "0x10", "", "-1", "1,1,1", "3,4,3", "01..5", "1..05", " 1"}) {
+    EXPECT_THROW(parse_seeds(bad), ConfigError) << bad;
+  }
+  EXPECT_EQ(parse_seeds("0,10"), (std::vector<uint64_t>{0, 10}));
+  try {
+    parse_seeds("1,2,1");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("seed 1 is given twice"), std::string::npos);
+  }
+  EXPECT_THROW(parse_shard("01/4"), ConfigError);
+  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"seeds": [2, 2]})"), "s.json"),
+               ConfigError);
+}
+
+TEST(SweepArgs, GridSizeIsCheckedBeforeExpansion) {
+  SweepSpec s;
+  s.seeds = {1};
+  // 63 axes of 2 values: 2^63 points, which wrapped to INT64_MIN before.
+  for (int i = 0; i < 63; ++i) s.axes.push_back({"k" + std::to_string(i), {1, 2}});
+  EXPECT_EQ(s.points(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(s.runs(), std::numeric_limits<int64_t>::max());
+  EXPECT_THROW(s.check_limits(), ConfigError);
+  // 16 axes of 16 values: 2^64, which wrapped to 0 ("0 of 0 runs").
+  s.axes.clear();
+  std::vector<nlohmann::json> sixteen;
+  for (int v = 0; v < 16; ++v) sixteen.emplace_back(v);
+  for (int i = 0; i < 16; ++i) s.axes.push_back({"k" + std::to_string(i), sixteen});
+  EXPECT_EQ(s.points(), std::numeric_limits<int64_t>::max());
+  try {
+    s.check_limits();
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected at most 100000 points"), std::string::npos);
+  }
+  // Within the point limit, the run limit still holds.
+  s.axes = {{"k", sixteen}};
+  s.seeds.clear();
+  for (uint64_t i = 0; i < 100'000; ++i) s.seeds.push_back(i);
+  EXPECT_EQ(s.runs(), 1'600'000);
+  EXPECT_THROW(s.check_limits(), ConfigError);
+  s.axes.push_back({"k", {1}});  // a repeated key
+  s.seeds = {1};
+  EXPECT_THROW(s.check_limits(), ConfigError);
+  // Unknown keys of a sweep file are errors.
+  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"grids": {}})"), "s.json"), ConfigError);
+  EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"set": [1]})"), "s.json"), ConfigError);
 }
 
 TEST(Sweep, IdenticalWhateverTheThreadCount) {

@@ -1,0 +1,36 @@
+// An output folder that one run owns while it writes. Opening it creates the folder, takes an
+// exclusive lock (two processes writing one --out would interleave rows and both claim to be
+// complete) and removes the previous run's completion markers first, so that a run killed half way
+// can never leave an old "complete" summary beside its new partial rows. Each command writes its
+// marker (summary.json, sweep.json) last, with write_file_atomically.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace metronome {
+
+class OutputDir {
+ public:
+  // `option` names the flag for messages ("--out"). `stale` lists the files (relative to the
+  // folder) that describe a finished run and are removed before anything else is written.
+  // ConfigError: the path is a file, cannot be created, or another process holds the lock.
+  OutputDir(const std::string& path, std::string_view option,
+            const std::vector<std::string>& stale);
+  ~OutputDir();  // releases the lock and removes the lock file
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+  static constexpr std::string_view kLockName = ".metronome.lock";
+
+ private:
+  std::string path_;
+  std::string lock_path_;
+  int lock_fd_ = -1;
+};
+
+}  // namespace metronome

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# Hostile input and failing disks, end to end (issue 19): every case is a clear error (exit 2
+# naming the file or option, the field and what was expected; nothing on stdout) or a correct run;
+# a full disk (/dev/full) is never exit 0; a killed rerun never leaves a folder that looks
+# complete; two writers never share a folder; sweeps are sized before they are expanded and stop
+# on SIGTERM while expanding; replay checks its inputs before the wall-clock run.
+#   hostile_cli_test.sh <metronome binary> <source dir>
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+bg=()
+trap 'for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+fails=0
+cases=0
+fail() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+
+# expect_error <regex> <args...>: exit 2, stderr matching regex (and under 1000 bytes: no value is
+# dumped whole), nothing on stdout.
+expect_error() {
+  local want=$1
+  shift
+  cases=$((cases + 1))
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne 2 ]] || ! grep -Eq -- "$want" "$tmp/err" || [[ -s "$tmp/out" ]] ||
+    (($(wc -c <"$tmp/err") > 1000)); then
+    fail "metronome $* -> rc=$rc, stderr: $(head -c 600 "$tmp/err")"
+  fi
+}
+# expect_io_error <regex> <args...> with stdout to /dev/full: exit 1 (not 0, not a crash).
+expect_full_disk() {
+  local want=$1
+  shift
+  cases=$((cases + 1))
+  "$bin" "$@" >/dev/full 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne 1 ]] || ! grep -Eq -- "$want" "$tmp/err"; then
+    fail "metronome $* >/dev/full -> rc=$rc, stderr: $(head -c 600 "$tmp/err")"
+  fi
+}
+
+# --- Malformed and extreme JSON
+/usr/bin/python3 -c 'print("{\"model\":" * 60000 + "1" + "}" * 60000)' >"$tmp/deep.json"
+expect_error 'deep.json: model(\.model)+.*: nested deeper than 64 levels' simulate --scenario "$tmp/deep.json"
+/usr/bin/python3 -c 'print("{\"workload\": {\"arrival\": " + "[" * 60000 + "]" * 60000 + "}}")' >"$tmp/deep2.json"
+expect_error 'deep2.json: workload.arrival\[0\].*nested deeper' predict --scenario "$tmp/deep2.json"
+printf '{"model": "moshi", "gpu": "h200", "horizon_s": 1e309}' >"$tmp/big.json"
+expect_error 'big.json: horizon_s: number 1e309 is out of range \(expected a finite number' simulate --scenario "$tmp/big.json"
+expect_error -- '--set horizon_s=1e309: number 1e309 is out of range' simulate --set horizon_s=1e309
+expect_error -- '--set workload=\{"frame_period_s": -1e999\}: workload.frame_period_s: number -1e999' predict --set 'workload={"frame_period_s": -1e999}'
+expect_error 'zero: larger than 64 MiB, expected a scenario file' simulate --scenario /dev/zero
+expect_error 'is a directory, expected the scenario file' simulate --scenario "$tmp"
+printf '{"model": "moshi", "gpu": "h200", "horizon_s": 60, "horizon_s": 6}' >"$tmp/dup.json"
+expect_error 'dup.json: horizon_s: duplicate key' simulate --scenario "$tmp/dup.json"
+expect_error -- 'workload.arrival.sessions: duplicate key' predict --set 'workload.arrival={"type":"all_at_once","sessions":3,"sessions":4}'
+/usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["horizon_s"] = list(range(100000)); print(json.dumps(s))' \
+  "$src/scenarios/default.json" >"$tmp/wide.json"
+expect_error 'wide.json: horizon_s: expected .*got an array of 100000 values$' predict --scenario "$tmp/wide.json"
+
+# --- Derived quantities out of range: the field that caused it
+expect_error 'gpu.memory_bandwidth_bytes_per_s = 1 B/s.*expected at most 3600 s' simulate --set gpu.memory_bandwidth_bytes_per_s=1
+expect_error 'gpu.bf16_flops = 1 FLOP/s' sweep --out "$tmp/sw_flops" --set gpu.bf16_flops=1 --set horizon_s=10
+cal="$src/results/calibration/tiny_cpu.json"
+/usr/bin/python3 - "$cal" "$tmp" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["fit"]["terms"][0]["coefficient"] = 1e308
+json.dump(c, open(sys.argv[2] + "/cal_1e308.json", "w"))
+s = json.dumps(json.load(open(sys.argv[1])))
+open(sys.argv[2] + "/cal_1e309.json", "w").write(s.replace('"r2": ', '"r2": 1e309, "x": ', 1))
+PY
+expect_error 'cal_1e308.json: fit.terms\[0\].coefficient: expected a number in \[-3600' calibrate report --calibration "$tmp/cal_1e308.json"
+expect_error 'cal_1e309.json: fit.r2: number 1e309 is out of range' calibrate report --calibration "$tmp/cal_1e309.json"
+expect_error 'cal_1e308.json: fit.terms\[0\].coefficient' simulate --set model=tiny --set cost_model.type=calibrated --set cost_model.file="$tmp/cal_1e308.json"
+cases=$((cases + 1))
+"$bin" calibrate report --calibration "$cal" >"$tmp/report.txt" 2>&1 || fail "calibrate report exited $?"
+"$bin" calibrate report --calibration "$cal" --json >"$tmp/report.json" 2>/dev/null
+if tail -n +3 "$tmp/report.txt" | grep -Eqiw 'inf|nan|-inf'; then fail "calibrate report prints inf/nan"; fi
+/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]), parse_constant=lambda c: sys.exit("non-finite " + c))' "$tmp/report.json" || fail "calibrate report --json is not finite JSON"
+
+# --- Numeric options: NaN, inf, octal, hex, empty, negative
+for v in nan NaN inf -inf 1e999 0x1p3 ''; do
+  expect_error -- "--probe-s: expected a finite decimal number" capacity --probe-s "$v"
+  expect_error -- "--fraction: expected a finite decimal number" capacity --fraction "$v"
+done
+for v in 010 0x10 '' -1 +1 1e3 ' 1' 18446744073709551616999; do
+  expect_error -- "--seed: expected a non-negative decimal integer" predict --seed "$v"
+done
+expect_error -- "--jobs: expected a non-negative decimal integer" sweep --out "$tmp/sw_j" -j nan
+expect_error -- "--num-blocks: expected a non-negative decimal integer" replay --num-blocks nan
+expect_error -- '--seeds 010: "010" is not a non-negative decimal integer without leading zeros' sweep --out "$tmp/sw_s" --seeds 010
+expect_error -- '--seeds 1,1,1: seed 1 is given twice' sweep --out "$tmp/sw_s" --seeds 1,1,1
+# --seed 10 is seed 10 (not octal 8, not the default).
+cases=$((cases + 1))
+"$bin" predict --seed 10 --json | grep -q '"seed": 10' || fail "--seed 10 is not seed 10"
+
+# --- An empty sample has no percentiles: null, never 0.0
+cases=$((cases + 1))
+"$bin" simulate --set horizon_s=1 --set workload.arrival.start_s=5 --json >"$tmp/empty.json" || fail "empty run exited $?"
+/usr/bin/python3 - "$tmp/empty.json" <<'PY' || fail "percentiles of an empty sample are not null"
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+assert r["frames_due"] == 0, r["frames_due"]
+for side in ("latency_reported", "latency_true"):
+    for q in ("p50_s", "p95_s", "p99_s"):
+        assert r[side][q] is None, (side, q, r[side][q])
+PY
+
+# --- Output paths that are user errors: exit 2 with the path
+touch "$tmp/afile"
+expect_error -- "--trace $tmp: is a directory, expected a file path" simulate --set horizon_s=5 --trace "$tmp"
+expect_error -- "--trace $tmp/no/such/dir/t.json: cannot open for writing" simulate --set horizon_s=5 --trace "$tmp/no/such/dir/t.json"
+expect_error -- "--out $tmp/afile: is a file, expected a folder" simulate --set horizon_s=5 --out "$tmp/afile"
+expect_error -- "--out /dev/full/x: cannot create the folder" simulate --set horizon_s=5 --out /dev/full/x
+expect_error -- "--out $tmp/afile: is a file" sweep --set horizon_s=5 --out "$tmp/afile"
+expect_error -- "--out $tmp/afile: is a file" replay --scenario "$src/scenarios/replay/tiny_cpu_windowed.json" --out "$tmp/afile"
+
+# --- A full disk is an error, on every output
+expect_full_disk 'cannot write standard output: No space left on device' simulate --set horizon_s=5 --json
+expect_full_disk 'cannot write standard output' simulate --set horizon_s=5
+expect_full_disk 'cannot write standard output' predict --json
+expect_full_disk 'cannot write standard output' capacity --set horizon_s=30 --probe-s 5
+cases=$((cases + 1))
+"$bin" simulate --set horizon_s=5 --trace /dev/full >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "cannot write /dev/full: No space left on device" "$tmp/err" || fail "--trace /dev/full -> rc=$rc $(cat "$tmp/err")"
+# A time series on a full disk: exit 1, and no summary.json (the folder is not complete).
+cases=$((cases + 1))
+mkdir -p "$tmp/full_run"
+"$bin" simulate --set horizon_s=30 --out "$tmp/full_run" >/dev/null 2>&1 || fail "simulate --out exited $?"
+rm "$tmp/full_run/timeseries.csv"
+ln -s /dev/full "$tmp/full_run/timeseries.csv"
+"$bin" simulate --set horizon_s=30 --out "$tmp/full_run" >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 && ! -e "$tmp/full_run/summary.json" ]] || fail "simulate --out on a full disk -> rc=$rc, summary.json $(ls "$tmp/full_run")"
+# The sweep's rows and its summary files: exit 1, the previous sweep.json not left claiming completion.
+cases=$((cases + 1))
+"$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/full_sweep" 2>/dev/null || fail "sweep exited $?"
+rm "$tmp/full_sweep/runs.jsonl"
+ln -s /dev/full "$tmp/full_sweep/runs.jsonl"
+"$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/full_sweep" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 && ! -e "$tmp/full_sweep/sweep.json" ]] && grep -q "No space left on device" "$tmp/err" ||
+  fail "sweep rows on a full disk -> rc=$rc $(cat "$tmp/err")"
+cases=$((cases + 1))
+rm -rf "$tmp/full_sweep2"
+"$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/full_sweep2" 2>/dev/null || fail "sweep exited $?"
+ln -s /dev/full "$tmp/full_sweep2/aggregate.json.tmp"
+"$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/full_sweep2" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 && ! -e "$tmp/full_sweep2/sweep.json" && ! -e "$tmp/full_sweep2/aggregate.json" ]] ||
+  fail "sweep aggregate on a full disk -> rc=$rc, files: $(ls "$tmp/full_sweep2")"
+cases=$((cases + 1))
+ln -s /dev/full "$tmp/cal_out.json.tmp"
+"$bin" calibrate roofline --set model=tiny --out "$tmp/cal_out.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 && ! -e "$tmp/cal_out.json" ]] || fail "calibrate roofline on a full disk -> rc=$rc $(cat "$tmp/err")"
+
+# --- A killed rerun never looks complete; two writers never share a folder
+slow=(sweep --set 'workload.arrival={"type":"poisson","rate_per_s":5}' --set horizon_s=300 --seeds 400 -j 1)
+"$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/rerun" 2>/dev/null || fail "first sweep exited $?"
+grep -q '"complete": true' "$tmp/rerun/sweep.json" || fail "first sweep not complete"
+cases=$((cases + 1))
+"$bin" "${slow[@]}" --out "$tmp/rerun" 2>/dev/null &
+pid=$!
+bg+=("$pid")
+# Running: new rows are arriving (the first sweep wrote 2; a third row is the rerun's).
+for _ in $(seq 300); do
+  [[ -s "$tmp/rerun/runs.jsonl" ]] && (($(wc -l <"$tmp/rerun/runs.jsonl") >= 3)) && break
+  sleep 0.1
+done
+# While it runs, a second writer is refused.
+expect_error "--out $tmp/rerun: another metronome process is writing this folder" "${slow[@]}" --out "$tmp/rerun"
+expect_error "--out $tmp/rerun: another metronome process is writing this folder" simulate --set horizon_s=5 --out "$tmp/rerun"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+for f in sweep.json aggregate.json aggregate.csv; do
+  [[ -e "$tmp/rerun/$f" ]] && fail "a killed rerun left the previous $f"
+done
+rows=$(wc -l <"$tmp/rerun/runs.jsonl")
+((rows >= 3 && rows < 400)) || fail "the killed rerun wrote $rows rows (expected some, not all)"
+expect_error "no sweep.json" sweep-merge "$tmp/rerun" --out "$tmp/merged"
+# The lock died with the process: the next run takes the folder.
+cases=$((cases + 1))
+"$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/rerun" 2>/dev/null && grep -q '"complete": true' "$tmp/rerun/sweep.json" ||
+  fail "a run after the killed one could not take the folder"
+[[ -e "$tmp/rerun/.metronome.lock" ]] && fail "the lock file outlived its run"
+# The same for simulate: its summary.json is removed first and written last.
+cases=$((cases + 1))
+"$bin" simulate --set horizon_s=30 --out "$tmp/sim_rerun" >/dev/null || fail "simulate exited $?"
+# Several seconds of simulation (500,000 distinct callers, 250 million frames), killed once it has
+# opened the folder (the old summary.json is gone) and begun its time series.
+"$bin" simulate --set 'workload.arrival={"type":"poisson","rate_per_s":5}' \
+  --set 'workload.duration={"type":"exponential","mean_s":40}' --set kv_policy.type=windowed \
+  --set kv_policy.window_tokens=480 --set horizon_s=100000 --out "$tmp/sim_rerun" >/dev/null 2>&1 &
+pid=$!
+bg+=("$pid")
+for _ in $(seq 600); do [[ -e "$tmp/sim_rerun/summary.json" ]] || break; sleep 0.1; done
+sleep 0.5
+kill -0 "$pid" 2>/dev/null || fail "the simulate rerun finished before it could be killed"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+[[ -e "$tmp/sim_rerun/summary.json" ]] && fail "a killed simulate rerun left the previous summary.json"
+
+# --- Sweeps: sized before expansion, unknown keys, signals while expanding
+axes=()
+for i in $(seq 63); do axes+=(--grid "k$i=1,2"); done
+expect_error 'sweep grid: 2 \(k1\) x 2 \(k2\).*expected at most 100000 points' sweep --out "$tmp/sw_big" "${axes[@]}"
+axes=()
+for i in $(seq 16); do axes+=(--grid "k$i=$(seq -s, 0 15)"); done
+expect_error 'expected at most 100000 points' sweep --out "$tmp/sw_big" "${axes[@]}"
+[[ -e "$tmp/sw_big" ]] && fail "a refused sweep created its folder"
+expect_error 'expected at most 1000000 runs' sweep --out "$tmp/sw_big" --grid horizon_s=1,2 --seeds 600000
+printf '{"grid": {"horizon_s": [1, 2]}, "seed": 3}' >"$tmp/spec.json"
+expect_error 'spec.json: unknown key "seed" \(expected scenario, set, grid, seeds\)' sweep --sweep "$tmp/spec.json" --out "$tmp/sw_spec"
+printf '{"grid": [{"key": "horizon_s", "values": [1], "value": [2]}]}' >"$tmp/spec2.json"
+expect_error 'spec2.json: grid: expected' sweep --sweep "$tmp/spec2.json" --out "$tmp/sw_spec"
+expect_error 'grid point 0 \(horizn_s=1\).*horizn_s: unknown field' sweep --grid horizn_s=1,2 --out "$tmp/sw_spec"
+expect_error -- '--grid horizon_s: the same key is given twice' sweep --grid horizon_s=1,2 --grid horizon_s=3 --out "$tmp/sw_spec"
+# SIGTERM while 100,000 points are being loaded: a prompt stop, files that say "not complete".
+cases=$((cases + 1))
+"$bin" sweep --out "$tmp/sw_term" --grid "workload.arrival.sessions=$(seq -s, 1 2000)" --grid "seed=$(seq -s, 1 50)" \
+  --set horizon_s=0.001 -j 1 2>/dev/null &
+pid=$!
+bg+=("$pid")
+# Once its SIGTERM handler is installed (SigCgt bit 15), it is expanding the grid.
+for _ in $(seq 200); do
+  mask=$(awk '/^SigCgt/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+  [[ -n $mask ]] && (((16#$mask >> 14) & 1)) && break
+  sleep 0.02
+done
+sleep 0.3
+start=$(date +%s%N)
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+[[ $rc -eq 130 ]] && ((ms < 5000)) && grep -q '"complete": false' "$tmp/sw_term/sweep.json" ||
+  fail "SIGTERM during expansion -> rc=$rc after $ms ms"
+
+# --- Replay: bounded, and every input checked before the wall clock starts
+rs="$src/scenarios/replay/tiny_cpu_windowed.json"
+timed_error() {  # like expect_error, and within 5 s (the replays below would run 60 s)
+  local start=$(date +%s%N)
+  expect_error "$@"
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  ((ms < 5000)) || fail "replay took $ms ms to refuse: $*"
+}
+timed_error 'workload.frame_period_s: expected at least 0.001 s for a real-time run' replay --scenario "$rs" --set workload.frame_period_s=1e-9 --set horizon_s=60
+timed_error 'workload.arrival: 1e\+07 callers; expected at most 100000' replay --scenario "$rs" --set workload.arrival.sessions=10000000 --set horizon_s=60
+timed_error 'up to 6e\+07 frames' replay --scenario "$rs" --set workload.arrival.sessions=1000 --set workload.frame_period_s=0.001 --set horizon_s=60
+timed_error 'calibrates model "tiny", the scenario runs "moshi"' replay --scenario "$rs" --set model=moshi --set horizon_s=2
+timed_error 'cannot open the calibration file' replay --scenario "$rs" --calibration "$tmp/nope.json" --set horizon_s=60
+timed_error 'cal_1e308.json: fit.terms\[0\].coefficient' replay --scenario "$rs" --calibration "$tmp/cal_1e308.json" --set horizon_s=60
+timed_error -- "--out $tmp/afile: is a file" replay --scenario "$rs" --set horizon_s=60 --out "$tmp/afile"
+
+if ((fails)); then
+  echo "$fails of $cases hostile-input check(s) failed"
+  exit 1
+fi
+echo "all $cases hostile-input checks passed"
