@@ -374,14 +374,14 @@ def fig7(d, w, quick):
     W, S = ws["window_tokens"], ws["sink_tokens"]
     runs = d.csv("fig7/window_sink/sweep/runs.csv")
     nstar = np.full((len(S), len(W)), np.nan)
-    crashed = np.zeros((len(S), len(W)), bool)
+    flags = [[""] * len(W) for _ in S]
     memcap = np.zeros((len(S), len(W)))
     dlcap = np.zeros((len(S), len(W)))
     for r in runs:
         i = S.index(int(r["grid.kv_policy.sink_tokens"]))
         j = W.index(int(r["grid.kv_policy.window_tokens"]))
         nstar[i, j] = num(r["n_star"])
-        crashed[i, j] = r["crashed"] == "true"
+        flags[i][j] = r.get("admission_flags", "") or ("stalled" if r["crashed"] == "true" else "")
     for i, s_ in enumerate(S):
         for j, w_ in enumerate(W):
             cap = d.json(f"fig7/window_sink/W{w_}_S{s_}.capacity.json")["capacity"]
@@ -394,8 +394,8 @@ def fig7(d, w, quick):
         for i in range(len(S)):
             for j in range(len(W)):
                 txt = "nan" if np.isnan(mat[i, j]) else f"{mat[i, j]:.0f}"
-                if k == 0 and crashed[i, j]:
-                    txt += "\nstalled"
+                if k == 0 and flags[i][j]:
+                    txt += "\n" + flags[i][j].replace("+", "\n").replace("_", " ")
                 a.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
         a.set_xticks(range(len(W)))
         a.set_xticklabels([str(v) for v in W])
@@ -410,9 +410,9 @@ def fig7(d, w, quick):
     return finish(fig, d.out, "fig7_capacity", "7. " + sp["title"], d.cost_models(rels),
                   "Deadline: a fixed fraction of the frame period (workloads.json budget_fraction); "
                   "N*: one AIMD run per cell of scenarios/admission/moshi_h200_aimd_windowed.json; "
-                  "'stalled': the pool ran out. N* is the median cap over the last half of the run; "
-                  "where a window takes longer to fill than AIMD takes to ramp, latency lags the "
-                  "admissions and the controller cuts its cap to the floor.")
+                  "N*: sessions served, the median live count over the last half of the run, under "
+                  "AIMD with the memory guard and the settled-cost forecast (docs/admission.md); a "
+                  "flagged cell (stalled, collapsed, missed deadlines) is not a schedulable N*.")
 
 
 def fig9(d, w, quick):

@@ -24,8 +24,8 @@ struct CapacityReport {
   int64_t memory_cap = 0;
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
   double call_s = 0;
-  int64_t deadline_cap = 0;       // under the scenario's arrivals (random phases for Poisson)
-  int64_t deadline_cap_even = 0;  // callers evenly spread over a period: the best case
+  int64_t deadline_cap = 0;         // callers evenly spread over a period: the best case; binds
+  int64_t deadline_cap_random = 0;  // Poisson scenarios: one draw of random phases, beside it
   bool random_phases = false;
   double fraction = 0;  // of the deadline
   double probe_s = 0;
