@@ -22,10 +22,12 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
   using nlohmann::json;
   json terms = json::array();
   for (const auto& t : fit.terms) {
-    terms.push_back({{"name", term_name(t.term)},
-                     {"coefficient", t.coefficient},
-                     {"unit", term_unit(t.term)},
-                     {"dropped", t.dropped}});
+    json term = {{"name", term_name(t.term)},
+                 {"coefficient", t.coefficient},
+                 {"unit", term_unit(t.term)},
+                 {"dropped", t.dropped}};
+    if (!t.origin.empty()) term["origin"] = t.origin;
+    terms.push_back(term);
   }
   json points = json::array();
   for (size_t i = 0; i < fit.samples.size(); ++i) {
@@ -44,7 +46,7 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
                       {"set", fit.heldout[i] ? "heldout" : "train"}});
   }
   json warnings = fit.warnings;
-  return {{"kind", kCalibrationKind},
+  json out = {{"kind", kCalibrationKind},
           {"schema_version", kCalibrationSchemaVersion},
           {"measured", meta.measured},
           {"backend", meta.backend},
@@ -65,9 +67,11 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
           {"grid", meta.grid},
           {"fit",
            {{"method",
-             "least squares on relative error (Eigen column-pivoting QR), non-negative "
-             "by dropping terms; every " +
-                 std::to_string(fit.heldout_every) + "th point by shape held out"},
+             !meta.fit_method.empty()
+                 ? meta.fit_method
+                 : "least squares on relative error (Eigen column-pivoting QR), non-negative "
+                   "by dropping terms; every " +
+                       std::to_string(fit.heldout_every) + "th point by shape held out"},
             {"terms", terms},
             {"r2", fit.r2},
             {"train_points", fit.train_points},
@@ -76,6 +80,8 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
             {"heldout_max_ape", fit.heldout_max_ape},
             {"warnings", warnings}}},
           {"points", points}};
+  if (!meta.scaling.is_null()) out["scaling"] = meta.scaling;
+  return out;
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
