@@ -125,10 +125,13 @@ void read_mlp(const std::string& path, int tp, VidurProfile& p) {
     throw ConfigError(path + ": no rows with num_tensor_parallel_workers " + std::to_string(tp) +
                       " (the file has: " + (seen.empty() ? "none" : seen) + ")");
   }
-  // Vidur's files repeat a few token counts (re-profiled points); all rows are kept, in file order
-  // among equal counts, as Vidur's own predictor keeps them.
-  std::stable_sort(p.mlp.begin(), p.mlp.end(),
-                   [](const VidurMlpRow& a, const VidurMlpRow& b) { return a.tokens < b.tokens; });
+  // Vidur's files repeat a few token counts (re-profiled points); all rows are kept, as Vidur's
+  // own predictor keeps them, ordered by their times among equal counts so that the held-out split
+  // does not depend on the order of the file's rows.
+  std::sort(p.mlp.begin(), p.mlp.end(), [](const VidurMlpRow& a, const VidurMlpRow& b) {
+    if (a.tokens != b.tokens) return a.tokens < b.tokens;
+    return a.seconds < b.seconds;
+  });
   const int64_t heads = shape[0], kv = shape[1], hidden = shape[2], ffn = shape[3];
   if (heads % tp != 0 || ffn % tp != 0) {
     throw ConfigError(path + ": tensor parallel " + std::to_string(tp) +
