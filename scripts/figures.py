@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import os
+import string
 import sys
 import time
 
@@ -437,6 +438,11 @@ class Table:
             v = self.get(r)
             vals.append("none" if v is None else v * sc if sc else v)
         src = ", ".join(f"`{r}`" + (f" x{sc:g}" if sc else "") for r, sc in zip(refs, scales))
+        # A null value prints "none" whatever its number format (e.g. no stall under a cost model).
+        parts = list(string.Formatter().parse(fmt))
+        fmt = "".join(lit + ("" if field is None else
+                             "{" + ("" if vals[i] == "none" or not spec else ":" + spec) + "}")
+                      for i, (lit, field, spec, _) in enumerate(parts))
         self.rows.append((quantity, paper, fmt.format(*vals), src))
 
     def markdown(self):
@@ -518,6 +524,28 @@ def report(d, w, quick, figs, started):
           [f3 + "scenario/workload/arrival/interval_s", f3 + "scenario/horizon_s",
            f3 + "result/deadline_miss_rate_reported", f3 + "result/silent_frame_fraction"],
           scales=[None, None, 100, 100])
+    # The cost model (data/costmodel/, scripts/experiments.py cost_models): the roofline's error on
+    # each imported Vidur profile, and how far the cost model moves Moshi's capacity.
+    for gpu, model in (("h100", "Llama-2-7B"), ("a100", "Llama-3-8B")):
+        e = f"costmodel/{gpu}_vidur.correction.json#/error/"
+        for when, name in (("before", "datasheet roofline"), ("after", "corrected roofline")):
+            t.row(f"cost model error, {name}, on Vidur's measured {gpu.upper()} {model} layer "
+                  "(token-level ops), held out: median; p90; max abs. error; rows", "-",
+                  "{:.1f}%; {:.1f}%; {:.1f}%; {} rows",
+                  [e + f"{when}_heldout/median", e + f"{when}_heldout/p90",
+                   e + f"{when}_heldout/max", e + f"{when}_heldout/points"],
+                  scales=[100, 100, 100, None])
+    names = {"roofline": "raw datasheet roofline", "corrected_roofline": "corrected roofline",
+             "calibrated": "measured (Vidur H100 profile of Llama-2-7B, scaled to Moshi)"}
+    for gpu, cost in (("h200", "roofline"), ("h200", "corrected_roofline"), ("h100", "roofline"),
+                      ("h100", "corrected_roofline"), ("h100", "calibrated")):
+        rel = f"costmodel/moshi_{gpu}_{cost}."
+        t.row(f"capacity, Moshi windowed (W 480, S 16, 10 ms budget) on {gpu.upper()}, "
+              f"{names[cost]}: deadline cap; AIMD N*",
+              "about 209 sessions" if cost == "roofline" and gpu == "h200" else "-",
+              "{} sessions; N* {}",
+              [rel + "capacity.json#/capacity/deadline_cap_sessions",
+               rel + "summary.json#/result/admission/n_star"])
     runs_log = d.json("runs_log.json")
     elapsed = time.time() - started if started else None
     lines = [
@@ -530,8 +558,12 @@ def report(d, w, quick, figs, started):
         "(under `data/`); `tests/figures/` re-reads each one. The paper's column is typed from the "
         "project brief and is the paper's, not ours.",
         "",
-        "The simulator's per-step cost is the analytic roofline of each GPU's datasheet (no "
-        "measured calibration is used here; each figure's caption names its cost model). The "
+        "The simulator's per-step cost is a measured calibration where the GPU has measurements "
+        "(H100, A100: Vidur's public profiles, `results/vidur/`) and elsewhere (H200, B200) the "
+        "corrected roofline: datasheet bytes and FLOPs at the bandwidth and FLOP/s fractions and "
+        "overheads fitted to those measurements (`roofline_correction` in `scenarios/gpus/`); "
+        "each figure's caption names its cost model, and the table's cost-model rows show its "
+        "error and how far it moves capacity. The "
         "crash experiments' pools and loads are chosen in the experiment files; where they differ "
         "from a whole H200 the comment says why.",
         "",
