@@ -150,6 +150,16 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
   rep->add_option("--grid", po->grid, "Compare on this grid instead of the file's points");
   rep->add_option("--out", po->out, "Also write the JSON report to this file");
 
+  struct GridOpts {
+    std::string out;
+  };
+  auto go = std::make_shared<GridOpts>();
+  auto* gridc = cmd->add_subcommand(
+      "grids",
+      "Write every named grid as JSON (calibrate/torch/grids.json is this output: the PyTorch "
+      "device path reads it, so both paths time the same shapes)");
+  gridc->add_option("--out", go->out, "File to write (default: stdout)");
+
   struct VidurOpts {
     std::string dir, model, gpu, as, out, correction_out, date;
     int tp = 1;
@@ -184,6 +194,15 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                   "Also write the GPU file's roofline_correction block (JSON) here");
 
   Run body = [=]() -> int {
+    if (gridc->parsed()) {
+      const auto j = grids_json();
+      if (go->out.empty()) {
+        std::cout << j.dump(1) << "\n";
+      } else {
+        write_json_file(go->out, j);
+      }
+      return 0;
+    }
     if (vid->parsed()) {
       const VidurProfile p = read_vidur_profile(vo->dir, vo->model, vo->gpu, vo->tp);
       VidurImportOptions io;

@@ -39,9 +39,14 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, Fi
   CalibrationMeta meta;
   meta.measured = true;
   meta.backend = run.backend;
+  // PyTorch's path (calibrate/torch/torch_bench.py) writes the same JSON; its protocol says so.
+  const bool torch = run.protocol.rfind("PyTorch", 0) == 0;
   meta.label = run.backend == "cpu"
-                   ? "measured on a CPU (reference kernels), not a GPU: " + run.device
-                   : "measured on GPU " + run.device;
+                   ? (torch ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
+                            : "measured on a CPU (reference kernels), not a GPU: ") +
+                         run.device
+                   : "measured on GPU " + run.device +
+                         (torch ? " with PyTorch SDPA / FlexAttention (the faster per shape)" : "");
   meta.model_name = model.name;
   meta.model = term_model(model);
   meta.device_name = run.device;
@@ -86,6 +91,33 @@ nlohmann::json roofline_calibration(const Scenario& s, const Grid& grid, const F
   auto j = calibration_json(meta, fit);
   if (result) *result = std::move(fit);
   return j;
+}
+
+nlohmann::json grids_json() {
+  nlohmann::json grids = nlohmann::json::object();
+  for (const auto& name : grid_names()) {
+    const Grid g = *find_grid(name);
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : g.points) {
+      points.push_back({{"name", point_name(p)},
+                        {"kind", std::string(to_string(p.kind))},
+                        {"sessions", p.sessions},
+                        {"q_len", p.q_len},
+                        {"ctx", p.ctx},
+                        {"window", p.window},
+                        {"sinks", p.sinks}});
+    }
+    grids[name] = {{"comment", g.comment},
+                   {"min_time_s", g.min_time_s},
+                   {"repetitions", g.repetitions},
+                   {"warmup", g.warmup},
+                   {"points", points}};
+  }
+  return {{"kind", "metronome.grids"},
+          {"comment",
+           "Written by `metronome calibrate grids --out calibrate/torch/grids.json` from "
+           "calibrate/grid.cpp; a test keeps the two equal."},
+          {"grids", grids}};
 }
 
 }  // namespace metronome::calibrate
