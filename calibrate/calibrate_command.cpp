@@ -214,8 +214,7 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       const VidurImport r = import_vidur(p, io);
       write_json_file(vo->out, r.calibration);
       if (!vo->correction_out.empty()) {
-        write_json_file(vo->correction_out,
-                        r.calibration["source"]["roofline_correction"]);
+        write_json_file(vo->correction_out, r.calibration["source"]["roofline_correction"]);
       }
       std::cout << fmt::format("calibrate: {} ({} rows, {} layers as model \"{}\") -> {}\n",
                                r.calibration["label"].get<std::string>(), p.mlp.size(), r.layers,

@@ -82,18 +82,19 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
         if (o.name == kVidurMlpOps[k]) op = &o;
       if (!op) continue;  // an op this layer shape does not have (no dense MLP)
       const double bytes = op->bytes(n) / bw;
-      eqs.push_back({{op->gemm() ? bytes * w : 0.0, op->gemm() ? 0.0 : bytes * w,
-                      op->flops(n) / fl * w, w},
-                     p.mlp[i].seconds[k] * w});
+      eqs.push_back(
+          {{op->gemm() ? bytes * w : 0.0, op->gemm() ? 0.0 : bytes * w, op->flops(n) / fl * w, w},
+           p.mlp[i].seconds[k] * w});
     }
   }
   f.train_points = static_cast<int>(p.mlp.size()) -
                    static_cast<int>(std::count(f.heldout.begin(), f.heldout.end(), true));
   f.heldout_points = static_cast<int>(p.mlp.size()) - f.train_points;
   if (f.train_points < 4) {
-    throw FitError(fmt::format("{}: {} rows ({} to train) for 4 parameters: a fit needs at least "
-                               "as many training points as parameters",
-                               p.mlp_path, p.mlp.size(), f.train_points));
+    throw FitError(
+        fmt::format("{}: {} rows ({} to train) for 4 parameters: a fit needs at least "
+                    "as many training points as parameters",
+                    p.mlp_path, p.mlp.size(), f.train_points));
   }
   // x = (1/f_bw, 1/f_pw, 1/f_flops, per-kernel overhead). A fraction above 1 (faster than the
   // datasheet: Vidur reuses dummy weights, so a GEMM whose weights fit in L2 can beat HBM) is
@@ -105,15 +106,18 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
     std::vector<int> free;
     for (int c = 0; c < 4; ++c)
       if (!pinned[static_cast<size_t>(c)]) free.push_back(c);
-    Eigen::MatrixXd a(static_cast<Eigen::Index>(eqs.size()), static_cast<Eigen::Index>(free.size()));
+    Eigen::MatrixXd a(static_cast<Eigen::Index>(eqs.size()),
+                      static_cast<Eigen::Index>(free.size()));
     Eigen::VectorXd b(a.rows());
     for (Eigen::Index r = 0; r < a.rows(); ++r) {
       const Eq& e = eqs[static_cast<size_t>(r)];
       double rhs = e.t;
       for (int c = 0; c < 4; ++c)
-        if (pinned[static_cast<size_t>(c)]) rhs -= x[static_cast<size_t>(c)] * e.x[static_cast<size_t>(c)];
+        if (pinned[static_cast<size_t>(c)])
+          rhs -= x[static_cast<size_t>(c)] * e.x[static_cast<size_t>(c)];
       b(r) = rhs;
-      for (size_t j = 0; j < free.size(); ++j) a(r, static_cast<Eigen::Index>(j)) = e.x[static_cast<size_t>(free[j])];
+      for (size_t j = 0; j < free.size(); ++j)
+        a(r, static_cast<Eigen::Index>(j)) = e.x[static_cast<size_t>(free[j])];
     }
     Eigen::VectorXd norms = a.colwise().norm().transpose();
     for (Eigen::Index c = 0; c < a.cols(); ++c) {
@@ -128,7 +132,8 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
                      "kernel overhead (profile more num_tokens values)");
     }
     const Eigen::VectorXd sol = qr.solve(b).cwiseQuotient(norms);
-    for (size_t j = 0; j < free.size(); ++j) x[static_cast<size_t>(free[j])] = sol(static_cast<Eigen::Index>(j));
+    for (size_t j = 0; j < free.size(); ++j)
+      x[static_cast<size_t>(free[j])] = sol(static_cast<Eigen::Index>(j));
     bool changed = false;
     for (int c = 0; c < 3; ++c) {
       auto& v = x[static_cast<size_t>(c)];
@@ -144,9 +149,10 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
     if (!changed) break;
   }
   if (!(x[0] > 0) || !(x[1] > 0) || !(x[2] > 0)) {
-    throw FitError(fmt::format("{}: a fitted 1/fraction is not positive ({:.3g}, {:.3g}, {:.3g}): "
-                               "these timings do not follow a roofline",
-                               p.mlp_path, x[0], x[1], x[2]));
+    throw FitError(
+        fmt::format("{}: a fitted 1/fraction is not positive ({:.3g}, {:.3g}, {:.3g}): "
+                    "these timings do not follow a roofline",
+                    p.mlp_path, x[0], x[1], x[2]));
   }
   RooflineCorrection& c = f.correction;
   c.present = true;
@@ -223,9 +229,10 @@ std::string correction_text(const RooflineCorrectionFit& f) {
       100 * c.pointwise_bandwidth_fraction, 100 * c.flops_fraction, f.pinned[2] ? " (pinned)" : "",
       1e6 * f.kernel_overhead_s, 1e6 * c.layer_overhead_s, 1e6 * c.pass_overhead_s);
   auto row = [](const char* what, const ErrorStats& e) {
-    return fmt::format("    {:<22} {:>4} points  median {:5.1f}%  p90 {:5.1f}%  max {:5.1f}%  "
-                       "(predicted/measured {:.2f})\n",
-                       what, e.points, 100 * e.median, 100 * e.p90, 100 * e.max, e.median_ratio);
+    return fmt::format(
+        "    {:<22} {:>4} points  median {:5.1f}%  p90 {:5.1f}%  max {:5.1f}%  "
+        "(predicted/measured {:.2f})\n",
+        what, e.points, 100 * e.median, 100 * e.p90, 100 * e.max, e.median_ratio);
   };
   s += row("datasheet, held out", f.before_heldout);
   s += row("corrected, held out", f.after_heldout);

@@ -3,13 +3,14 @@
 // and after, on a held-out split.
 //
 // Per layer, at n tokens: measured(n) = the sum of the layer's ops; the corrected roofline is
-//   layer_overhead + GEMM bytes(n) / (f_bw B) + pointwise bytes(n) / (f_pw B) + flops(n) / (f_fl F),
+//   layer_overhead + GEMM bytes(n) / (f_bw B) + pointwise bytes(n) / (f_pw B) + flops(n) / (f_fl
+//   F),
 // bytes and flops per op from sim/cost/layer_ops.h. A layer's sum alone cannot separate them (it is
 // linear in n: two numbers), so every op is an equation of its own: linear in (1/f_bw, 1/f_pw,
 // 1/f_fl, per-kernel overhead), weighted by 1/layer time, solved by least squares (Eigen
-// column-pivoting QR). A fraction above 1 is pinned at 1 and a negative overhead at 0, then refitted.
-// layer_overhead = kernels per layer x per-kernel overhead; pass_overhead likewise (emb, head).
-// "Before" is the datasheet roofline the simulator runs as cost_model.type "roofline":
+// column-pivoting QR). A fraction above 1 is pinned at 1 and a negative overhead at 0, then
+// refitted. layer_overhead = kernels per layer x per-kernel overhead; pass_overhead likewise (emb,
+// head). "Before" is the datasheet roofline the simulator runs as cost_model.type "roofline":
 // max(weight bytes / B, flops / F) per layer, no activations, no overhead.
 // Split: rows sorted by tokens, every heldout_every-th held out (as calibrate/fit.h).
 #pragma once
@@ -36,9 +37,9 @@ struct RooflineCorrectionFit {
   int train_points = 0, heldout_points = 0, heldout_every = 0;
   double kernel_overhead_s = 0;  // per profiled kernel; layer and pass overheads are multiples
   std::array<bool, 3> pinned{};  // bandwidth, pointwise bandwidth, FLOP/s fraction held at 1
-  std::vector<int64_t> tokens;                     // [rows]
-  std::vector<double> measured, before, after;     // [rows] one layer, seconds
-  std::vector<bool> heldout;                       // [rows]
+  std::vector<int64_t> tokens;   // [rows]
+  std::vector<double> measured, before, after;  // [rows] one layer, seconds
+  std::vector<bool> heldout;                    // [rows]
 };
 
 // `gpu` gives the datasheet bandwidth and FLOP/s; the result's fitted_on is gpu.name.

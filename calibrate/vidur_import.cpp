@@ -117,8 +117,8 @@ VidurImport import_vidur(const VidurProfile& p, const VidurImportOptions& o) {
   r.model_name = model_for(p, o, r.layers, model);
   const std::string gpu_name = !o.gpu.empty() ? o.gpu : p.gpu;
   if (gpu_name.empty()) {
-    throw ConfigError(p.mlp_path +
-                      ": which GPU measured this profile? (the directory does not say): give --gpu");
+    throw ConfigError(
+        p.mlp_path + ": which GPU measured this profile? (the directory does not say): give --gpu");
   }
   r.gpu = load_scenario("", {"gpu=" + gpu_name}).gpu;
   r.correction = fit_roofline_correction(p, r.gpu, o.heldout_every);
@@ -225,11 +225,10 @@ VidurImport import_vidur(const VidurProfile& p, const VidurImportOptions& o) {
     terms.push_back({CostTerm::kSessions, 0.0, true, "analytic"});
     terms.push_back({CostTerm::kKvReadTokens,
                      static_cast<double>(model.kv_bytes_per_token()) / eff_bw, false, "analytic"});
-    terms.push_back({CostTerm::kQkPairs,
-                     4.0 * static_cast<double>(model.layers * model.attention_heads *
-                                               model.head_dim) /
-                         eff_fl,
-                     false, "analytic"});
+    terms.push_back(
+        {CostTerm::kQkPairs,
+         4.0 * static_cast<double>(model.layers * model.attention_heads * model.head_dim) / eff_fl,
+         false, "analytic"});
     attention_source =
         "no attention.csv: kv_read_tokens (KV bytes per token / effective bandwidth) and qk_pairs "
         "(4 x layers x heads x head_dim / effective FLOP/s) from the corrected roofline fitted to "
@@ -248,10 +247,9 @@ VidurImport import_vidur(const VidurProfile& p, const VidurImportOptions& o) {
   CalibrationMeta meta;
   meta.measured = true;
   meta.backend = "gpu";
-  meta.label = fmt::format("measured on GPU {} by Vidur (torch profiler, fp16): {} token-level ops{}",
-                           gpu_name, p.model,
-                           p.attention.empty() ? "; attention analytic (corrected roofline)"
-                                               : " and attention");
+  meta.label = fmt::format(
+      "measured on GPU {} by Vidur (torch profiler, fp16): {} token-level ops{}", gpu_name, p.model,
+      p.attention.empty() ? "; attention analytic (corrected roofline)" : " and attention");
   meta.comment =
       "Imported from a public Vidur profile (github.com/microsoft/vidur, MIT); not measured by "
       "this project. fixed and query_tokens: passes of layers x one layer's ops + emb, fitted; "
@@ -270,8 +268,7 @@ VidurImport import_vidur(const VidurProfile& p, const VidurImportOptions& o) {
                    {"timer", "torch profiler CUDA kernel time, median of the profiled iterations"},
                    {"licence", "MIT (microsoft/vidur)"}}},
                  {"attention", attention_source},
-                 {"roofline_correction",
-                  correction_json(r.correction, "fitted to " + p.mlp_path)}};
+                 {"roofline_correction", correction_json(r.correction, "fitted to " + p.mlp_path)}};
   meta.grid = {{"name", "vidur-mlp"},
                {"step_points", samples.size()},
                {"tokens_min", p.mlp.front().tokens},

@@ -2,8 +2,8 @@
 // file of our format (sim/cost/calibrated_cost_model.h), measured: true.
 //
 // Token-level terms (fixed, query_tokens) are fitted with calibrate/fit.h to whole passes built
-// from the profile: layers x (one layer's ops) + emb, at every profiled num_tokens, plus the ops the
-// profile lacks (output head, KV write) from the corrected roofline, marked in `scaling`.
+// from the profile: layers x (one layer's ops) + emb, at every profiled num_tokens, plus the ops
+// the profile lacks (output head, KV write) from the corrected roofline, marked in `scaling`.
 // KV-dependent terms (sessions, kv_read_tokens, qk_pairs) are fitted to attention.csv when the
 // directory has one, and otherwise come from the corrected roofline fitted to the same profile
 // (origin "analytic"). Every op is also fitted on its own (fixed + per token), so that a model of

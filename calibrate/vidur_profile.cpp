@@ -19,7 +19,7 @@ double VidurMlpRow::layer_seconds() const {
 namespace {
 
 const std::array<std::string_view, 8> kShapeColumns = {
-    "n_head",     "n_kv_head",      "n_embd",      "n_expanded_embd",
+    "n_head",     "n_kv_head",     "n_embd",     "n_expanded_embd",
     "vocab_size", "use_gated_mlp", "num_tokens", "num_tensor_parallel_workers"};
 
 std::string median_column(std::string_view op) {
@@ -35,7 +35,8 @@ bool is_file(const fs::path& p) {
 fs::path locate(const std::string& dir, const std::string& model, const std::string& gpu) {
   const fs::path d(dir);
   std::error_code ec;
-  if (!fs::is_directory(d, ec)) throw ConfigError(dir + ": not a directory (expected a Vidur profile directory)");
+  if (!fs::is_directory(d, ec))
+    throw ConfigError(dir + ": not a directory (expected a Vidur profile directory)");
   if (is_file(d / "mlp.csv")) return d;
   if (!model.empty() && is_file(d / model / "mlp.csv")) return d / model;
   std::vector<fs::path> roots = {d, d / "data" / "profiling" / "compute"};
@@ -82,9 +83,9 @@ void read_mlp(const std::string& path, int tp, VidurProfile& p) {
     const int64_t row_tp = t.integer(r, sc[7]);
     tp_seen.insert(row_tp);
     if (row_tp != tp) continue;
-    std::array<int64_t, 6> s = {t.integer(r, sc[0]), t.integer(r, sc[1]), t.integer(r, sc[2]),
-                                t.integer(r, sc[3]), t.integer(r, sc[4]),
-                                t.boolean(r, sc[5]) ? 1 : 0};
+    std::array<int64_t, 6> s = {t.integer(r, sc[0]), t.integer(r, sc[1]),
+                                t.integer(r, sc[2]), t.integer(r, sc[3]),
+                                t.integer(r, sc[4]), t.boolean(r, sc[5]) ? 1 : 0};
     if (!have_shape) {
       shape = s;
       have_shape = true;

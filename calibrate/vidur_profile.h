@@ -16,8 +16,9 @@ namespace metronome::calibrate {
 
 // The ops of a row of mlp.csv, in this order; emb is once per pass, the others once per layer.
 inline constexpr std::array<std::string_view, 10> kVidurMlpOps = {
-    "emb",         "input_layernorm", "attn_pre_proj", "attn_rope",     "attn_post_proj",
-    "post_attention_layernorm",       "mlp_up_proj",   "mlp_act",       "mlp_down_proj",
+    "emb",         "input_layernorm", "attn_pre_proj",
+    "attn_rope",   "attn_post_proj",  "post_attention_layernorm",
+    "mlp_up_proj", "mlp_act",         "mlp_down_proj",
     "add"};
 
 struct VidurMlpRow {
@@ -28,11 +29,11 @@ struct VidurMlpRow {
 };
 
 struct VidurAttentionRow {
-  int64_t batch = 0;          // sequences
-  int64_t chunk = 0;          // prefill: new tokens of the one sequence; decode: 1
-  int64_t kv_cache = 0;       // cached tokens per sequence before the step
+  int64_t batch = 0;     // sequences
+  int64_t chunk = 0;     // prefill: new tokens of the one sequence; decode: 1
+  int64_t kv_cache = 0;  // cached tokens per sequence before the step
   bool prefill = false;
-  double seconds = 0;         // one layer: attention + KV save + reshapes, where present
+  double seconds = 0;  // one layer: attention + KV save + reshapes, where present
   int line = 0;
 };
 
@@ -40,7 +41,7 @@ struct VidurProfile {
   std::string model, gpu;  // as named (gpu empty when the directory holds the files directly)
   std::string mlp_path, attention_path;  // attention_path empty: no attention.csv
   int tensor_parallel = 1;
-  LayerShape shape;  // the per-GPU slice of the profiled layer
+  LayerShape shape;                          // the per-GPU slice of the profiled layer
   std::vector<VidurMlpRow> mlp;              // sorted by tokens
   std::vector<VidurAttentionRow> attention;  // rows of the same tensor-parallel degree
   std::string attention_backend;             // from attention.csv, e.g. FLASHINFER

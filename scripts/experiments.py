@@ -154,7 +154,8 @@ def cost_models(r, w, quick):
     """How much the cost model moves capacity: the Vidur imports (the corrected roofline's error
     before and after, per GPU) and Moshi's windowed admission scenario under each cost model."""
     for model, gpu in VIDUR_PROFILES:
-        r.call(["calibrate", "import-vidur", os.path.join(ROOT, "results", "vidur"), "--model", model,
+        r.call(["calibrate", "import-vidur", os.path.relpath(os.path.join(ROOT, "results", "vidur"),
+                                                            r.out), "--model", model,
                 "--gpu", gpu, "--out", r.data("costmodel", f"{gpu}_vidur.calibration.json"),
                 "--correction-out", r.data("costmodel", f"{gpu}_vidur.correction.json")],
                r.data("costmodel", f"{gpu}_vidur.txt"))
@@ -168,9 +169,13 @@ def cost_models(r, w, quick):
             MEASURED_CALIBRATION[gpu], os.path.dirname(base))} if cost == "calibrated"
             else {"type": cost})
         path = r.write_scenario(base, s)
-        calls.append((["capacity", "--scenario", path, "--json"],
+        # Given again relative to the output folder (metronome's cwd): a file named inside a
+        # scenario is made absolute, and the outputs would name this machine's paths.
+        sets = (["--set", "cost_model.file=" + os.path.relpath(MEASURED_CALIBRATION[gpu], r.out)]
+                if cost == "calibrated" else [])
+        calls.append((["capacity", "--scenario", path, "--json"] + sets,
                       base.replace(".scenario.json", ".capacity.json")))
-        calls.append((["simulate", "--scenario", path, "--json"],
+        calls.append((["simulate", "--scenario", path, "--json"] + sets,
                       base.replace(".scenario.json", ".summary.json")))
     r.parallel(calls)
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -176,7 +176,8 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
     sh.finish();
     pr.finish();
     const nlohmann::json& ops = sc.raw("ops");
-    if (!ops.is_array() || ops.empty()) sc.fail("ops", "a non-empty array of {name, fixed_s, per_token_s}");
+    if (!ops.is_array() || ops.empty())
+      sc.fail("ops", "a non-empty array of {name, fixed_s, per_token_s}");
     for (size_t i = 0; i < ops.size(); ++i) {
       const std::string where = sc.field("ops") + "[" + std::to_string(i) + "]";
       if (!ops[i].is_object()) throw ConfigError(source + ": " + where + ": expected an object");
@@ -187,7 +188,8 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
       op.per_token_s = o.in_range("per_token_s", std::nullopt, 0, 1e3);
       o.finish();
       const auto known = token_ops(x.shape);
-      if (std::none_of(known.begin(), known.end(), [&](const TokenOp& k) { return k.name == op.name; })) {
+      if (std::none_of(known.begin(), known.end(),
+                       [&](const TokenOp& k) { return k.name == op.name; })) {
         o.fail("name", "a token-level op of sim/cost/layer_ops.h (emb, attn_pre_proj, ...)");
       }
       x.ops.push_back(op);
@@ -272,18 +274,17 @@ Calibration scale_calibration(const Calibration& c, const ModelConfig& target) {
     const bool analytic = term.origin == "analytic";
     switch (term.term) {
       case CostTerm::kFixed:
-        term.coefficient = (term.coefficient - x.analytic_fixed_s) *
-                               (p_fixed > 0 ? t_fixed / p_fixed : 1.0) +
-                           extra_fixed;
+        term.coefficient =
+            (term.coefficient - x.analytic_fixed_s) * (p_fixed > 0 ? t_fixed / p_fixed : 1.0) +
+            extra_fixed;
         break;
       case CostTerm::kQueryTokens:
-        term.coefficient = (term.coefficient - x.analytic_per_token_s) *
-                               (p_tok > 0 ? t_tok / p_tok : 1.0) +
-                           extra_tok;
+        term.coefficient =
+            (term.coefficient - x.analytic_per_token_s) * (p_tok > 0 ? t_tok / p_tok : 1.0) +
+            extra_tok;
         break;
       case CostTerm::kKvReadTokens:
-        term.coefficient =
-            analytic ? t_kv / x.effective_bandwidth : term.coefficient * t_kv / p_kv;
+        term.coefficient = analytic ? t_kv / x.effective_bandwidth : term.coefficient * t_kv / p_kv;
         break;
       case CostTerm::kQkPairs:
         term.coefficient =

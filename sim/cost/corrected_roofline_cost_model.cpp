@@ -9,8 +9,7 @@
 namespace metronome {
 
 CorrectedRooflineCostModel::CorrectedRooflineCostModel(const ModelConfig& model,
-                                                       const GpuConfig& gpu,
-                                                       double step_overhead_s)
+                                                       const GpuConfig& gpu, double step_overhead_s)
     : model_(model), gpu_(gpu), overhead_s_(step_overhead_s) {
   if (!gpu.roofline_correction.present) {
     throw ConfigError("gpu \"" + gpu.name +
@@ -30,8 +29,9 @@ CorrectedRooflineCostModel::Work CorrectedRooflineCostModel::pass_work(const Pas
   Work w;
   w.gemm_bytes = pass_.gemm_bytes_fixed + pass_.gemm_bytes_per_token * q +
                  layers * (layer_.gemm_bytes_fixed + layer_.gemm_bytes_per_token * q);
-  w.pointwise_bytes = pass_.pointwise_bytes_fixed + pass_.pointwise_bytes_per_token * q +
-                      layers * (layer_.pointwise_bytes_fixed + layer_.pointwise_bytes_per_token * q);
+  w.pointwise_bytes =
+      pass_.pointwise_bytes_fixed + pass_.pointwise_bytes_per_token * q +
+      layers * (layer_.pointwise_bytes_fixed + layer_.pointwise_bytes_per_token * q);
   w.flops = (pass_.flops_per_token + layers * layer_.flops_per_token) * q;
   if (model_.moe() && s.query_tokens > 0) {
     const double e = static_cast<double>(model_.experts);
@@ -41,7 +41,8 @@ CorrectedRooflineCostModel::Work CorrectedRooflineCostModel::pass_work(const Pas
     const double touched = e * (1.0 - std::pow(1.0 - k / e, q));
     // Router and the experts the batch touches, once; each routed token's activations (in h,
     // gate+up 2f, act f, out h).
-    w.gemm_bytes += layers * model_.weight_bytes_per_param * (h * e + touched * model_.expert_params());
+    w.gemm_bytes +=
+        layers * model_.weight_bytes_per_param * (h * e + touched * model_.expert_params());
     w.gemm_bytes += layers * q * k * 2.0 * (2.0 * h + 3.0 * f);
     w.flops += layers * q * (2.0 * h * e + 2.0 * k * model_.expert_params());
   }
@@ -65,15 +66,14 @@ double CorrectedRooflineCostModel::pass_seconds(const PassShape& s) const {
 
 std::string CorrectedRooflineCostModel::label() const {
   const auto& c = gpu_.roofline_correction;
-  const std::string fitted =
-      c.fitted_on == gpu_.name ? "fitted to " + c.fitted_on + " measurements"
-                               : "fractions fitted on " + c.fitted_on + ", assumed for " + gpu_.name;
+  const std::string fitted = c.fitted_on == gpu_.name ? "fitted to " + c.fitted_on + " measurements"
+                                                      : "fractions fitted on " + c.fitted_on +
+                                                            ", assumed for " + gpu_.name;
   return fmt::format(
       "analytic: corrected roofline of {} datasheet ({}), {:.0f}% bandwidth ({:.0f}% pointwise), "
       "{:.0f}% FLOP/s, {:.1f} us/layer + {:.1f} us/pass ({})",
       gpu_.name, model_.name, 100 * c.bandwidth_fraction, 100 * c.pointwise_bandwidth_fraction,
-      100 * c.flops_fraction,
-      1e6 * c.layer_overhead_s, 1e6 * c.pass_overhead_s, fitted);
+      100 * c.flops_fraction, 1e6 * c.layer_overhead_s, 1e6 * c.pass_overhead_s, fitted);
 }
 
 }  // namespace metronome

@@ -1,12 +1,12 @@
-// The token-level operators of one decoder pass, each with the bytes it moves and the FLOPs it does,
-// named as Vidur's profiler names them (data/profiling/compute/<gpu>/<model>/mlp.csv) so that a
-// measured time and its analytic cost meet by name. Used by the corrected roofline
+// The token-level operators of one decoder pass, each with the bytes it moves and the FLOPs it
+// does, named as Vidur's profiler names them (data/profiling/compute/<gpu>/<model>/mlp.csv) so that
+// a measured time and its analytic cost meet by name. Used by the corrected roofline
 // (corrected_roofline_cost_model.h), by the fit of its fractions to measurements
 // (calibrate/roofline_correction_fit.h) and by a calibration scaled to another layer shape.
 //
 // Per op: bytes = bytes_fixed (weights, read once per pass) + bytes_per_token x tokens (activations
-// in and out), flops = flops_per_token x tokens. Attention over cached KV is not here: it depends on
-// the context, not only on the tokens, and the cost models add it from the PassShape.
+// in and out), flops = flops_per_token x tokens. Attention over cached KV is not here: it depends
+// on the context, not only on the tokens, and the cost models add it from the PassShape.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,8 @@
 
 namespace metronome {
 
-// What the token-level ops depend on (one GPU's slice: a tensor-parallel row divides heads, KV heads
-// and FFN by the degree).
+// What the token-level ops depend on (one GPU's slice: a tensor-parallel row divides heads, KV
+// heads and FFN by the degree).
 struct LayerShape {
   int64_t hidden = 0;
   int64_t heads = 0;
@@ -35,7 +35,7 @@ LayerShape layer_shape(const ModelConfig& m);
 
 struct TokenOp {
   std::string_view name;
-  bool per_pass = false;  // once per pass (embedding, output head), not once per layer
+  bool per_pass = false;         // once per pass (embedding, output head), not once per layer
   bool in_vidur_profile = true;  // Vidur's mlp.csv times it (the output head it does not)
   double bytes_fixed = 0;
   double bytes_per_token = 0;

@@ -1,7 +1,10 @@
 // Importing Vidur's measured profiles: the shipped H100 and A100 files, a third directory made from
 // them in another layout (columns and rows reordered, a synthetic attention.csv of known
 // coefficients), refusals naming file and column, the fitted roofline correction against the
-// measurements and against the shipped GPU files, and the calibration scaled to another layer shape.
+// measurements and against the shipped GPU files, and the calibration scaled to another layer
+// shape.
+#include "calibrate/vidur_import.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +13,6 @@
 
 #include "calibrate/csv_table.h"
 #include "calibrate/pipeline.h"
-#include "calibrate/vidur_import.h"
 #include "calibrate/vidur_profile.h"
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
@@ -155,10 +157,9 @@ TEST(VidurImport, CorrectedRooflineCostModelFollowsTheMeasuredPasses) {
     shape.sessions = 1;
     shape.query_tokens = row.tokens;
     // Less the KV write, which the profile's token-level ops do not include.
-    const double kv_write = static_cast<double>(m.kv_bytes_per_token()) *
-                            static_cast<double>(row.tokens) /
-                            (s.gpu.roofline_correction.bandwidth_fraction *
-                             s.gpu.memory_bandwidth_bytes_per_s);
+    const double kv_write =
+        static_cast<double>(m.kv_bytes_per_token()) * static_cast<double>(row.tokens) /
+        (s.gpu.roofline_correction.bandwidth_fraction * s.gpu.memory_bandwidth_bytes_per_s);
     pred.push_back(cm.pass_seconds(shape) - kv_write);
     meas.push_back(32 * row.layer_seconds() + row.seconds[0]);
   }
@@ -199,8 +200,7 @@ TEST(VidurImport, LayoutCompatibleDirectoryGivesTheSameTerms) {
       for (int kv : {0, 1024, 4096}) {
         const double qk = static_cast<double>(chunk) * kv + chunk * (chunk + 1.0) / 2;
         const double ms = 1e3 * (c_seq + c_kv * kv + c_qk * qk) * noise();
-        a << "4096,32,32,16,1,8192,1," << chunk << "," << kv << ",True,FLASHINFER," << ms
-          << ",\n";
+        a << "4096,32,32,16,1,8192,1," << chunk << "," << kv << ",True,FLASHINFER," << ms << ",\n";
       }
     }
   }
@@ -227,9 +227,9 @@ TEST(VidurImport, LayoutCompatibleDirectoryGivesTheSameTerms) {
   write_csv(CsvTable::read(a100_csv()), flat / "mlp.csv", false, true);
   const std::string no_gpu = error_of([&] { import_dir(flat.string(), kLlama3, ""); });
   EXPECT_NE(no_gpu.find("--gpu"), std::string::npos) << no_gpu;
-  const Calibration f = parse_calibration(import_dir(flat.string(), kLlama3, "a100").calibration, "f");
-  const Calibration a =
-      parse_calibration(import_dir(kVidur, kLlama3, "a100").calibration, "a");
+  const Calibration f =
+      parse_calibration(import_dir(flat.string(), kLlama3, "a100").calibration, "f");
+  const Calibration a = parse_calibration(import_dir(kVidur, kLlama3, "a100").calibration, "a");
   EXPECT_NEAR(term(f, CostTerm::kQueryTokens), term(a, CostTerm::kQueryTokens),
               1e-9 * term(a, CostTerm::kQueryTokens));
 }
