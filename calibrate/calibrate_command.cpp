@@ -112,12 +112,16 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                   "Passed to Google Benchmark, e.g. --benchmark-arg=--benchmark_filter=step");
 
   struct FitOpts {
-    std::string bench, out;
+    std::vector<std::string> bench;
+    std::string out;
     FitFlags flags;
   };
   auto fo = std::make_shared<FitOpts>();
   auto* fit = cmd->add_subcommand("fit", "Fit benchmark JSON to a calibration file");
-  fit->add_option("--bench", fo->bench, "Benchmark JSON from `calibrate run`")->required();
+  fit->add_option("--bench", fo->bench,
+                  "Benchmark JSON from `calibrate run` (or calibrate/torch/torch_bench.py); "
+                  "several: the faster per shape is fitted, and the file says which gave what")
+      ->required();
   fit->add_option("--out", fo->out, "Calibration file to write")->required();
   fo->flags.add_to(*fit);
 
@@ -242,7 +246,9 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       }
     }
     if (fit->parsed()) {
-      const BenchRun b = read_bench_json(fo->bench);
+      std::vector<BenchRun> runs;
+      for (const auto& path : fo->bench) runs.push_back(read_bench_json(path));
+      const BenchRun b = faster_per_shape(runs);
       FitResult f;
       const auto j = fit_benchmarks(b, fo->flags.options(), &f);
       write_json_file(fo->out, j);

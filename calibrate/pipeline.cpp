@@ -39,14 +39,18 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, Fi
   CalibrationMeta meta;
   meta.measured = true;
   meta.backend = run.backend;
-  // PyTorch's path (calibrate/torch/torch_bench.py) writes the same JSON; its protocol says so.
-  const bool torch = run.protocol.rfind("PyTorch", 0) == 0;
+  // PyTorch's path (calibrate/torch/torch_bench.py) writes the same JSON; its protocol says so,
+  // and a merge of several runs (faster_per_shape) says which gave what.
+  const bool merged = run.protocol.rfind("faster per shape of", 0) == 0;
+  const bool torch = run.protocol.find("PyTorch") != std::string::npos;
+  const std::string how = merged ? " (the faster per shape of several runs: source.protocol)"
+                          : torch ? " with PyTorch SDPA / FlexAttention (the faster per shape)"
+                                  : "";
   meta.label = run.backend == "cpu"
-                   ? (torch ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
-                            : "measured on a CPU (reference kernels), not a GPU: ") +
-                         run.device
-                   : "measured on GPU " + run.device +
-                         (torch ? " with PyTorch SDPA / FlexAttention (the faster per shape)" : "");
+                   ? (torch && !merged ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
+                                       : "measured on a CPU (reference kernels), not a GPU: ") +
+                         run.device + (merged ? how : "")
+                   : "measured on GPU " + run.device + how;
   meta.model_name = model.name;
   meta.model = term_model(model);
   meta.device_name = run.device;

@@ -200,6 +200,7 @@ def main():
     if a.dry_run:
         a.model, a.grid = "tiny", "ci"
         device, dtype = torch.device("cpu"), torch.float32
+        torch.set_num_threads(1)  # a shared CI core: threads only add contention to the timings
     else:
         if not torch.cuda.is_available():
             print("torch_bench: no CUDA device: nothing timed (use --dry-run on a CPU)",
