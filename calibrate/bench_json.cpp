@@ -3,9 +3,9 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "sim/config_error.h"
 #include "sim/json_file.h"
@@ -142,8 +142,8 @@ BenchRun faster_per_shape(const std::vector<BenchRun>& runs) {
     const BenchRun& run = runs[r];
     if (run.model != out.model || run.backend != out.backend) {
       throw ConfigError(run.source + ": model \"" + run.model + "\" on backend " + run.backend +
-                        ", but " + runs[0].source + " is model \"" + out.model +
-                        "\" on backend " + out.backend +
+                        ", but " + runs[0].source + " is model \"" + out.model + "\" on backend " +
+                        out.backend +
                         ": the faster-per-shape merge takes one model on one kind of device");
     }
     for (const auto& s : run.skipped) out.skipped.push_back(run.source + ": " + s);
