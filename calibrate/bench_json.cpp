@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "sim/config_error.h"
 #include "sim/json_file.h"
@@ -126,6 +127,47 @@ BenchRun read_bench_json(const std::string& path) {
   static const std::regex kNonFinite(R"((:\s*)-?(nan|inf)\b)", std::regex::icase);
   const std::string text = std::regex_replace(raw, kNonFinite, "$1null");
   return parse_bench_json(parse_json(text, path), path);
+}
+
+BenchRun faster_per_shape(const std::vector<BenchRun>& runs) {
+  if (runs.empty()) throw ConfigError("--bench: expected at least one benchmark JSON file");
+  if (runs.size() == 1) return runs[0];
+  BenchRun out = runs[0];
+  out.samples.clear();
+  out.skipped.clear();
+  using Key = std::tuple<int, int32_t, int32_t, int32_t, int64_t, int64_t>;
+  std::map<Key, std::pair<BenchSample, size_t>> best;
+  std::vector<int> kept(runs.size(), 0);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const BenchRun& run = runs[r];
+    if (run.model != out.model || run.backend != out.backend) {
+      throw ConfigError(run.source + ": model \"" + run.model + "\" on backend " + run.backend +
+                        ", but " + runs[0].source + " is model \"" + out.model + "\" on backend " +
+                        out.backend +
+                        ": the faster-per-shape merge takes one model on one kind of device");
+    }
+    for (const auto& s : run.skipped) out.skipped.push_back(run.source + ": " + s);
+    for (const auto& s : run.samples) {
+      const auto& p = s.point;
+      const Key k{static_cast<int>(p.kind), p.sessions, p.q_len, p.ctx, p.window, p.sinks};
+      auto it = best.find(k);
+      if (it == best.end() || s.seconds < it->second.first.seconds) best[k] = {s, r};
+    }
+  }
+  for (const auto& [k, v] : best) {
+    out.samples.push_back(v.first);
+    ++kept[v.second];
+  }
+  std::string protocol = "faster per shape of " + std::to_string(runs.size()) + " runs:";
+  for (size_t r = 0; r < runs.size(); ++r) {
+    protocol += " [" + runs[r].source + ", kept on " + std::to_string(kept[r]) + " of " +
+                std::to_string(best.size()) + " shapes: " + runs[r].protocol + "]";
+    if (r > 0) out.device += " + " + runs[r].device;
+  }
+  out.protocol = protocol;
+  out.source = runs[0].source;
+  for (size_t r = 1; r < runs.size(); ++r) out.source += " + " + runs[r].source;
+  return out;
 }
 
 }  // namespace metronome::calibrate

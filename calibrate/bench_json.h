@@ -30,4 +30,10 @@ struct BenchRun {
 BenchRun parse_bench_json(const nlohmann::json& j, const std::string& source);
 BenchRun read_bench_json(const std::string& path);
 
+// Several runs of one model on one kind of backend (our CUDA kernels and PyTorch's attention,
+// say) as one: per shape (kind, sessions, q_len, ctx, window, sinks) the faster sample is kept, and
+// the protocol says which run gave how many. ConfigError for another model or a CPU and a GPU run
+// mixed.
+BenchRun faster_per_shape(const std::vector<BenchRun>& runs);
+
 }  // namespace metronome::calibrate

@@ -13,6 +13,8 @@
 #include "calibrate/grid.h"
 #include "calibrate/pipeline.h"
 #include "calibrate/report.h"
+#include "calibrate/vidur_import.h"
+#include "calibrate/vidur_profile.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/option_checks.h"
 #include "sim/cli/scenario_options.h"
@@ -112,12 +114,16 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                   "Passed to Google Benchmark, e.g. --benchmark-arg=--benchmark_filter=step");
 
   struct FitOpts {
-    std::string bench, out;
+    std::vector<std::string> bench;
+    std::string out;
     FitFlags flags;
   };
   auto fo = std::make_shared<FitOpts>();
   auto* fit = cmd->add_subcommand("fit", "Fit benchmark JSON to a calibration file");
-  fit->add_option("--bench", fo->bench, "Benchmark JSON from `calibrate run`")->required();
+  fit->add_option("--bench", fo->bench,
+                  "Benchmark JSON from `calibrate run` (or calibrate/torch/torch_bench.py); "
+                  "several: the faster per shape is fitted, and the file says which gave what")
+      ->required();
   fit->add_option("--out", fo->out, "Calibration file to write")->required();
   fo->flags.add_to(*fit);
 
@@ -150,7 +156,87 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
   rep->add_option("--grid", po->grid, "Compare on this grid instead of the file's points");
   rep->add_option("--out", po->out, "Also write the JSON report to this file");
 
+  struct GridOpts {
+    std::string out;
+  };
+  auto go = std::make_shared<GridOpts>();
+  auto* gridc = cmd->add_subcommand(
+      "grids",
+      "Write every named grid as JSON (calibrate/torch/grids.json is this output: the PyTorch "
+      "device path reads it, so both paths time the same shapes)");
+  gridc->add_option("--out", go->out, "File to write (default: stdout)");
+
+  struct VidurOpts {
+    std::string dir, model, gpu, as, out, correction_out, date;
+    int tp = 1;
+    int64_t layers = 0;
+    int heldout_every = 4;
+  };
+  auto vo = std::make_shared<VidurOpts>();
+  auto* vid = cmd->add_subcommand(
+      "import-vidur",
+      "Import a measured Vidur profile (data/profiling/compute/<gpu>/<model>/mlp.csv and "
+      "attention.csv if present, or a directory holding them) as a calibration file, and fit the "
+      "GPU's roofline correction to it; prints the roofline's error before and after");
+  vid->add_option("dir", vo->dir, "Profile directory (see above)")->required();
+  vid->add_option("--model", vo->model,
+                  "Vidur's model name, e.g. meta-llama/Llama-2-7b-hf (its directory)")
+      ->required();
+  vid->add_option("--gpu", vo->gpu,
+                  "GPU: the profile directory's name and the scenario GPU file for the datasheet "
+                  "(default: from the layout)");
+  vid->add_option("--as", vo->as,
+                  "Scenario model of the same layer shape (default: found by shape)");
+  vid->add_option("--layers", vo->layers,
+                  "Layer count of the profiled model when no scenario model has its shape")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  vid->add_option("--tp", vo->tp, "Tensor-parallel rows to read (default 1)")
+      ->check(CLI::Range(1, 1024));
+  vid->add_option("--date", vo->date, "Date recorded in the file (default: not recorded)");
+  vid->add_option("--heldout-every", vo->heldout_every, "Hold out every Nth row by num_tokens")
+      ->check(CLI::Range(2, 1000));
+  vid->add_option("--out", vo->out, "Calibration file to write")->required();
+  vid->add_option("--correction-out", vo->correction_out,
+                  "Also write the GPU file's roofline_correction block (JSON) here");
+
   Run body = [=]() -> int {
+    if (gridc->parsed()) {
+      const auto j = grids_json();
+      if (go->out.empty()) {
+        std::cout << j.dump(1) << "\n";
+      } else {
+        write_json_file(go->out, j);
+      }
+      return 0;
+    }
+    if (vid->parsed()) {
+      const VidurProfile p = read_vidur_profile(vo->dir, vo->model, vo->gpu, vo->tp);
+      VidurImportOptions io;
+      io.as_model = vo->as;
+      io.layers = vo->layers;
+      io.gpu = vo->gpu;
+      io.date = vo->date;
+      io.heldout_every = vo->heldout_every;
+      const VidurImport r = import_vidur(p, io);
+      write_json_file(vo->out, r.calibration);
+      if (!vo->correction_out.empty()) {
+        write_json_file(vo->correction_out, r.calibration["source"]["roofline_correction"]);
+      }
+      std::cout << fmt::format("calibrate: {} ({} rows, {} layers as model \"{}\") -> {}\n",
+                               r.calibration["label"].get<std::string>(), p.mlp.size(), r.layers,
+                               r.model_name, vo->out);
+      FitResult shown = r.token_fit;
+      print_fit(shown, std::cout);
+      if (r.attention_fit) {
+        std::cout << "  attention (" << p.attention_path << "):\n";
+        print_fit(*r.attention_fit, std::cout);
+      } else {
+        std::cout << "  attention: no attention.csv; kv_read_tokens and qk_pairs analytic "
+                     "(corrected roofline)\n";
+      }
+      std::cout << correction_text(r.correction);
+      return 0;
+    }
     if (run->parsed()) {
       BenchRequest r{ro->model, ro->backend,
                      ro->grid.empty() ? (ro->backend == "gpu" ? "gpu" : "cpu") : ro->grid, ro->out,
@@ -162,7 +248,9 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       }
     }
     if (fit->parsed()) {
-      const BenchRun b = read_bench_json(fo->bench);
+      std::vector<BenchRun> runs;
+      for (const auto& path : fo->bench) runs.push_back(read_bench_json(path));
+      const BenchRun b = faster_per_shape(runs);
       FitResult f;
       const auto j = fit_benchmarks(b, fo->flags.options(), &f);
       write_json_file(fo->out, j);

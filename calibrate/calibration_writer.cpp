@@ -23,10 +23,12 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
   using nlohmann::json;
   json terms = json::array();
   for (const auto& t : fit.terms) {
-    terms.push_back({{"name", term_name(t.term)},
-                     {"coefficient", t.coefficient},
-                     {"unit", term_unit(t.term)},
-                     {"dropped", t.dropped}});
+    json term = {{"name", term_name(t.term)},
+                 {"coefficient", t.coefficient},
+                 {"unit", term_unit(t.term)},
+                 {"dropped", t.dropped}};
+    if (!t.origin.empty()) term["origin"] = t.origin;
+    terms.push_back(term);
   }
   json points = json::array();
   for (size_t i = 0; i < fit.samples.size(); ++i) {
@@ -45,38 +47,42 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
                       {"set", fit.heldout[i] ? "heldout" : "train"}});
   }
   json warnings = fit.warnings;
-  return {{"kind", kCalibrationKind},
-          {"schema_version", kCalibrationSchemaVersion},
-          {"measured", meta.measured},
-          {"backend", meta.backend},
-          {"label", meta.label},
-          {"comment", meta.comment},
-          {"date", meta.date.empty() ? utc_now_iso8601() : meta.date},
-          {"model",
-           {{"name", meta.model_name},
-            {"layers", meta.model.layers},
-            {"experts", meta.model.experts},
-            {"experts_active", meta.model.experts_active}}},
-          {"device",
-           {{"name", meta.device_name},
-            {"driver", meta.driver},
-            {"cuda_runtime", meta.cuda_runtime},
-            {"host", meta.host}}},
-          {"source", meta.source},
-          {"grid", meta.grid},
-          {"fit",
-           {{"method",
-             "least squares on relative error (Eigen column-pivoting QR), non-negative "
-             "by dropping terms; every " +
-                 std::to_string(fit.heldout_every) + "th point by shape held out"},
-            {"terms", terms},
-            {"r2", fit.r2},
-            {"train_points", fit.train_points},
-            {"heldout_points", fit.heldout_points},
-            {"heldout_median_ape", fit.heldout_median_ape},
-            {"heldout_max_ape", fit.heldout_max_ape},
-            {"warnings", warnings}}},
-          {"points", points}};
+  json out = {
+      {"kind", kCalibrationKind},
+      {"schema_version", kCalibrationSchemaVersion},
+      {"measured", meta.measured},
+      {"backend", meta.backend},
+      {"label", meta.label},
+      {"comment", meta.comment},
+      {"date", meta.date.empty() ? utc_now_iso8601() : meta.date},
+      {"model",
+       {{"name", meta.model_name},
+        {"layers", meta.model.layers},
+        {"experts", meta.model.experts},
+        {"experts_active", meta.model.experts_active}}},
+      {"device",
+       {{"name", meta.device_name},
+        {"driver", meta.driver},
+        {"cuda_runtime", meta.cuda_runtime},
+        {"host", meta.host}}},
+      {"source", meta.source},
+      {"grid", meta.grid},
+      {"fit",
+       {{"method", !meta.fit_method.empty()
+                       ? meta.fit_method
+                       : "least squares on relative error (Eigen column-pivoting QR), non-negative "
+                         "by dropping terms; every " +
+                             std::to_string(fit.heldout_every) + "th point by shape held out"},
+        {"terms", terms},
+        {"r2", fit.r2},
+        {"train_points", fit.train_points},
+        {"heldout_points", fit.heldout_points},
+        {"heldout_median_ape", fit.heldout_median_ape},
+        {"heldout_max_ape", fit.heldout_max_ape},
+        {"warnings", warnings}}},
+      {"points", points}};
+  if (!meta.scaling.is_null()) out["scaling"] = meta.scaling;
+  return out;
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {

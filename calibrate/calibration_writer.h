@@ -21,6 +21,8 @@ struct CalibrationMeta {
   std::string device_name, driver, cuda_runtime, host;
   nlohmann::json source = nlohmann::json::object();  // where the timings came from
   nlohmann::json grid = nlohmann::json::object();
+  nlohmann::json scaling;  // null: none (see sim/cost/calibrated_cost_model.h)
+  std::string fit_method;  // empty: the fitter's default description
 };
 
 nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fit);

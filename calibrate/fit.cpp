@@ -129,7 +129,7 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
       throw FitError("every term came out negative: the timings do not fit this model");
   }
   for (auto t : requested) {
-    CalibrationTerm ct{t, 0.0, true};
+    CalibrationTerm ct{t, 0.0, true, ""};
     for (size_t c = 0; c < active.size(); ++c) {
       if (active[c] == t) {
         ct.coefficient = coef(static_cast<Eigen::Index>(c));

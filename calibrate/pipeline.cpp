@@ -39,9 +39,19 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, Fi
   CalibrationMeta meta;
   meta.measured = true;
   meta.backend = run.backend;
+  // PyTorch's path (calibrate/torch/torch_bench.py) writes the same JSON; its protocol says so,
+  // and a merge of several runs (faster_per_shape) says which gave what.
+  const bool merged = run.protocol.rfind("faster per shape of", 0) == 0;
+  const bool torch = run.protocol.find("PyTorch") != std::string::npos;
+  const std::string how = merged  ? " (the faster per shape of several runs: source.protocol)"
+                          : torch ? " with PyTorch SDPA / FlexAttention (the faster per shape)"
+                                  : "";
   meta.label = run.backend == "cpu"
-                   ? "measured on a CPU (reference kernels), not a GPU: " + run.device
-                   : "measured on GPU " + run.device;
+                   ? (merged  ? "measured on a CPU, not a GPU: "
+                      : torch ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
+                              : "measured on a CPU (reference kernels), not a GPU: ") +
+                         run.device + (merged ? how : "")
+                   : "measured on GPU " + run.device + how;
   meta.model_name = model.name;
   meta.model = term_model(model);
   meta.device_name = run.device;
@@ -86,6 +96,33 @@ nlohmann::json roofline_calibration(const Scenario& s, const Grid& grid, const F
   auto j = calibration_json(meta, fit);
   if (result) *result = std::move(fit);
   return j;
+}
+
+nlohmann::json grids_json() {
+  nlohmann::json grids = nlohmann::json::object();
+  for (const auto& name : grid_names()) {
+    const Grid g = *find_grid(name);
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : g.points) {
+      points.push_back({{"name", point_name(p)},
+                        {"kind", std::string(to_string(p.kind))},
+                        {"sessions", p.sessions},
+                        {"q_len", p.q_len},
+                        {"ctx", p.ctx},
+                        {"window", p.window},
+                        {"sinks", p.sinks}});
+    }
+    grids[name] = {{"comment", g.comment},
+                   {"min_time_s", g.min_time_s},
+                   {"repetitions", g.repetitions},
+                   {"warmup", g.warmup},
+                   {"points", points}};
+  }
+  return {{"kind", "metronome.grids"},
+          {"comment",
+           "Written by `metronome calibrate grids --out calibrate/torch/grids.json` from "
+           "calibrate/grid.cpp; a test keeps the two equal."},
+          {"grids", grids}};
 }
 
 }  // namespace metronome::calibrate

@@ -28,4 +28,8 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options,
 nlohmann::json roofline_calibration(const Scenario& s, const Grid& grid, const FitOptions& options,
                                     FitResult* result = nullptr);
 
+// Every named grid (calibrate/grid.h) as JSON: what the PyTorch device path
+// (calibrate/torch/torch_bench.py) reads from calibrate/torch/grids.json.
+nlohmann::json grids_json();
+
 }  // namespace metronome::calibrate

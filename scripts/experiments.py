@@ -21,6 +21,15 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXP_DIR = os.path.join(ROOT, "scenarios", "experiments")
+# Cost model of every composed scenario that names none: a measured calibration where its GPU has
+# one (Vidur's public profiles, imported by scripts/import_vidur.py; the simulator scales it to the
+# scenario's layer shape), the corrected roofline of the GPU file elsewhere. Dense models only: a
+# dense profile says nothing about MoE experts.
+MEASURED_CALIBRATION = {
+    "h100": os.path.join(ROOT, "results", "calibration", "llama-2-7b_h100_vidur.json"),
+    "a100": os.path.join(ROOT, "results", "calibration", "llama-3-8b_a100_vidur.json"),
+}
+VIDUR_PROFILES = [("meta-llama/Llama-2-7b-hf", "h100"), ("meta-llama/Meta-Llama-3-8B", "a100")]
 
 
 def load(path):
@@ -69,6 +78,8 @@ class Runner:
         return p
 
     def write_scenario(self, path, scenario):
+        if "cost_model" not in scenario:
+            scenario = dict(scenario, cost_model=default_cost_model(scenario, path))
         with open(path, "w") as f:
             json.dump(scenario, f, indent=2)
             f.write("\n")
@@ -122,6 +133,51 @@ class Runner:
         for s in sets:
             args += ["--set", s]
         self.call(args, out_path)
+
+
+COST_MODEL = {"choice": "auto"}  # --cost-model: auto (as above) or roofline (the raw datasheet)
+
+
+def default_cost_model(scenario, path):
+    if COST_MODEL["choice"] == "roofline":
+        return {"type": "roofline"}
+    gpu, model = scenario.get("gpu"), scenario.get("model")
+    moe = isinstance(model, str) and load(os.path.join(ROOT, "scenarios", "models",
+                                                       model + ".json")).get("experts", 0) > 0
+    if isinstance(gpu, str) and gpu in MEASURED_CALIBRATION and not moe:
+        return {"type": "calibrated",
+                "file": os.path.relpath(MEASURED_CALIBRATION[gpu], os.path.dirname(path))}
+    return {"type": "corrected_roofline"}
+
+
+def cost_models(r, w, quick):
+    """How much the cost model moves capacity: the Vidur imports (the corrected roofline's error
+    before and after, per GPU) and Moshi's windowed admission scenario under each cost model."""
+    for model, gpu in VIDUR_PROFILES:
+        r.call(["calibrate", "import-vidur", os.path.relpath(os.path.join(ROOT, "results", "vidur"),
+                                                            r.out), "--model", model,
+                "--gpu", gpu, "--out", r.data("costmodel", f"{gpu}_vidur.calibration.json"),
+                "--correction-out", r.data("costmodel", f"{gpu}_vidur.correction.json")],
+               r.data("costmodel", f"{gpu}_vidur.txt"))
+    src = load(os.path.join(ROOT, "scenarios", "admission", "moshi_h200_aimd_windowed.json"))
+    calls = []
+    for gpu, cost in (("h200", "roofline"), ("h200", "corrected_roofline"), ("h100", "roofline"),
+                      ("h100", "corrected_roofline"), ("h100", "calibrated")):
+        base = r.data("costmodel", f"moshi_{gpu}_{cost}.scenario.json")
+        s = dict(src, gpu=gpu)
+        s["cost_model"] = ({"type": "calibrated", "file": os.path.relpath(
+            MEASURED_CALIBRATION[gpu], os.path.dirname(base))} if cost == "calibrated"
+            else {"type": cost})
+        path = r.write_scenario(base, s)
+        # Given again relative to the output folder (metronome's cwd): a file named inside a
+        # scenario is made absolute, and the outputs would name this machine's paths.
+        sets = (["--set", "cost_model.file=" + os.path.relpath(MEASURED_CALIBRATION[gpu], r.out)]
+                if cost == "calibrated" else [])
+        calls.append((["capacity", "--scenario", path, "--json"] + sets,
+                      base.replace(".scenario.json", ".capacity.json")))
+        calls.append((["simulate", "--scenario", path, "--json"] + sets,
+                      base.replace(".scenario.json", ".summary.json")))
+    r.parallel(calls)
 
 
 def model_scenario(base, workloads, key, deadline_fraction=None):
@@ -241,6 +297,7 @@ def fig7(r, w, quick):
     r.sweep(path, r.dir("fig7", "window_sink", "sweep"),
             [("kv_policy.window_tokens", ws["window_tokens"]),
              ("kv_policy.sink_tokens", ws["sink_tokens"])], "1")
+    cost_models(r, w, quick)
 
 
 def fig9(r, w, quick):
@@ -268,7 +325,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer points and seeds (CI)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="comma-separated figure numbers, e.g. 1,4")
+    ap.add_argument("--cost-model", choices=["auto", "roofline"], default="auto",
+                    help="auto: measured calibration where the GPU has one, else the corrected "
+                         "roofline; roofline: the raw datasheet roofline everywhere")
     a = ap.parse_args()
+    COST_MODEL["choice"] = a.cost_model
     w = load(os.path.join(EXP_DIR, "workloads.json"))
     r = Runner(os.path.abspath(a.metronome), os.path.abspath(a.out), a.jobs)
     only = {int(x) for x in a.only.split(",") if x}

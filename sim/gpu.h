@@ -1,15 +1,34 @@
-// A GPU's datasheet numbers, used to size the pool and by the roofline cost model.
+// A GPU's datasheet numbers, used to size the pool and by the roofline cost model, and the
+// roofline's correction fitted to measured kernel times on that GPU (when there are some).
 #pragma once
 
 #include <string>
 
 namespace metronome {
 
+// The corrected roofline (sim/cost/corrected_roofline_cost_model.h):
+//   t_pass = pass_overhead_s + layers x layer_overhead_s
+//          + GEMM bytes / (bandwidth_fraction x bandwidth)
+//          + pointwise bytes / (pointwise_bandwidth_fraction x bandwidth)
+//          + flops / (flops_fraction x bf16_flops)
+// Fitted by `metronome calibrate import-vidur` (calibrate/roofline_correction_fit.h).
+struct RooflineCorrection {
+  bool present = false;
+  double bandwidth_fraction = 1;            // GEMM weights and activations, KV, experts
+  double pointwise_bandwidth_fraction = 1;  // norms, rope, activation, residual add, embedding
+  double flops_fraction = 1;                // of bf16_flops
+  double layer_overhead_s = 0;  // per layer: its kernels x the fitted per-kernel overhead
+  double pass_overhead_s = 0;   // per pass: embedding and output head kernels
+  std::string fitted_on;        // the GPU whose measurements gave these numbers
+  std::string source;           // what was measured, by whom, and the fit's error
+};
+
 struct GpuConfig {
   std::string name;
   double memory_bytes = 0;  // HBM capacity
   double memory_bandwidth_bytes_per_s = 0;
   double bf16_flops = 0;  // dense, not the sparse datasheet figure
+  RooflineCorrection roofline_correction;
 };
 
 }  // namespace metronome

@@ -74,6 +74,21 @@ GpuConfig parse_gpu(JsonSection g) {
   c.memory_bandwidth_bytes_per_s =
       g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
   c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
+  if (g.has("roofline_correction")) {
+    JsonSection r = g.section("roofline_correction", true);
+    auto& rc = c.roofline_correction;
+    rc.present = true;
+    rc.bandwidth_fraction = r.in_range("bandwidth_fraction", std::nullopt, 0.01, 1.0);
+    rc.pointwise_bandwidth_fraction =
+        r.in_range("pointwise_bandwidth_fraction", std::nullopt, 0.01, 1.0);
+    rc.flops_fraction = r.in_range("flops_fraction", std::nullopt, 0.01, 1.0);
+    rc.layer_overhead_s = r.in_range("layer_overhead_s", std::nullopt, 0, 1);
+    rc.pass_overhead_s = r.in_range("pass_overhead_s", std::nullopt, 0, 1);
+    rc.fitted_on = r.string("fitted_on", std::nullopt);
+    rc.source = r.string("source", std::nullopt);
+    r.raw("error");  // the fit's before/after error table, for readers
+    r.finish();
+  }
   g.finish();
   return c;
 }
@@ -175,7 +190,7 @@ WorkloadConfig parse_workload(JsonSection w) {
 
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  c.type = m.one_of("type", c.type, {"roofline", "calibrated", "fixed"});
+  c.type = m.one_of("type", c.type, {"roofline", "corrected_roofline", "calibrated", "fixed"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   if (c.type == "fixed" && !(c.step_overhead_s > 0))
     m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
@@ -385,6 +400,17 @@ nlohmann::json to_json(const Scenario& s) {
               {"memory_bytes", s.gpu.memory_bytes},
               {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},
               {"bf16_flops", s.gpu.bf16_flops}};
+  // Only where it is used, so the resolved config of a plain roofline run stays as it was.
+  if (s.cost_model.type == "corrected_roofline" && s.gpu.roofline_correction.present) {
+    const auto& rc = s.gpu.roofline_correction;
+    gpu["roofline_correction"] = {{"bandwidth_fraction", rc.bandwidth_fraction},
+                                  {"pointwise_bandwidth_fraction", rc.pointwise_bandwidth_fraction},
+                                  {"flops_fraction", rc.flops_fraction},
+                                  {"layer_overhead_s", rc.layer_overhead_s},
+                                  {"pass_overhead_s", rc.pass_overhead_s},
+                                  {"fitted_on", rc.fitted_on},
+                                  {"source", rc.source}};
+  }
   const auto& e = s.engine;
   json engine = {{"block_size", e.block_size},
                  {"gpu_memory_utilization", e.gpu_memory_utilization},

@@ -79,7 +79,7 @@ struct WorkloadConfig {
 };
 
 struct CostModelConfig {
-  std::string type = "roofline";   // roofline (analytic) | calibrated (measured file)
+  std::string type = "roofline";   // roofline | corrected_roofline (analytic) | calibrated (file)
   double step_overhead_s = 0.001;  // scheduler and launch overhead per forward pass
   std::string file;                // calibrated: path of the calibration JSON
 };

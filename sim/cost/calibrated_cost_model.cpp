@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -148,6 +149,7 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
       // absurd, and the bound keeps every sum of terms finite (1e308 x a feature is inf).
       ct.coefficient = t.in_range("coefficient", std::nullopt, -kMaxCoefficient, kMaxCoefficient);
       ct.dropped = t.boolean("dropped", false);
+      ct.origin = t.has("origin") ? t.one_of("origin", std::nullopt, {"measured", "analytic"}) : "";
       const std::string unit = t.string("unit", std::string(term_unit(ct.term)));
       if (unit != term_unit(ct.term)) t.fail("unit", "\"" + std::string(term_unit(ct.term)) + "\"");
       t.finish();
@@ -159,8 +161,148 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
     }
     f.finish();
   }
+  if (top.has("scaling")) {
+    JsonSection sc = top.section("scaling", true);
+    c.has_scaling = true;
+    auto& x = c.scaling;
+    JsonSection pr = sc.section("profiled", true);
+    x.profiled_model = pr.string("model", std::nullopt);
+    x.layers = pr.integer("layers", std::nullopt, 1, 100000);
+    JsonSection sh = pr.section("shape", true);
+    x.shape.hidden = sh.integer("hidden", std::nullopt, 1, 1 << 24);
+    x.shape.heads = sh.integer("heads", std::nullopt, 1, 1 << 16);
+    x.shape.kv_heads = sh.integer("kv_heads", std::nullopt, 1, 1 << 16);
+    x.shape.head_dim = sh.integer("head_dim", std::nullopt, 1, 1 << 16);
+    x.shape.ffn = sh.integer("ffn", std::nullopt, 0, 1 << 24);
+    x.shape.vocab = sh.integer("vocab", std::nullopt, 0, 1 << 24);
+    x.shape.gated_mlp = sh.boolean("gated_mlp", true);
+    sh.finish();
+    pr.finish();
+    const nlohmann::json& ops = sc.raw("ops");
+    if (!ops.is_array() || ops.empty())
+      sc.fail("ops", "a non-empty array of {name, fixed_s, per_token_s}");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const std::string where = sc.field("ops") + "[" + std::to_string(i) + "]";
+      if (!ops[i].is_object()) throw ConfigError(source + ": " + where + ": expected an object");
+      JsonSection o(ops[i], source, where);
+      ScalingOp op;
+      op.name = o.string("name", std::nullopt);
+      op.fixed_s = o.in_range("fixed_s", std::nullopt, 0, 1e3);
+      op.per_token_s = o.in_range("per_token_s", std::nullopt, 0, 1e3);
+      o.finish();
+      const auto known = token_ops(x.shape);
+      if (std::none_of(known.begin(), known.end(),
+                       [&](const TokenOp& k) { return k.name == op.name; })) {
+        o.fail("name", "a token-level op of sim/cost/layer_ops.h (emb, attn_pre_proj, ...)");
+      }
+      x.ops.push_back(op);
+    }
+    x.analytic_fixed_s = sc.in_range("analytic_fixed_s", 0.0, 0, 1e3);
+    x.analytic_per_token_s = sc.in_range("analytic_per_token_s", 0.0, 0, 1e3);
+    x.effective_bandwidth = sc.in_range("effective_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
+    x.effective_flops = sc.in_range("effective_flops", std::nullopt, 1, 1e19);
+    sc.string("comment", "");
+    sc.finish();
+  }
   top.finish();
   return c;
+}
+
+namespace {
+
+const TokenOp* find_op(const std::vector<TokenOp>& ops, std::string_view name) {
+  for (const auto& o : ops)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+std::string shape_text(const std::string& name, int64_t layers, const LayerShape& s) {
+  return fmt::format("{} ({} layers, hidden {}, heads {}/{}, FFN {})", name, layers, s.hidden,
+                     s.heads, s.kv_heads, s.ffn);
+}
+
+// The output head and other ops a profile lacks, under the corrected roofline.
+std::pair<double, double> analytic_extra(const std::vector<TokenOp>& ops, double bw, double fl) {
+  double fixed = 0, per_token = 0;
+  for (const auto& o : ops) {
+    if (o.in_vidur_profile) continue;
+    fixed += o.bytes_fixed / bw;
+    per_token += o.bytes_per_token / bw + o.flops_per_token / fl;
+  }
+  return {fixed, per_token};
+}
+
+}  // namespace
+
+Calibration scale_calibration(const Calibration& c, const ModelConfig& target) {
+  if (!c.has_scaling) {
+    throw ConfigError(c.source + ": calibrates model \"" + c.model_name +
+                      "\" and has no scaling section, so it cannot be used for model \"" +
+                      target.name + "\"; calibrate that model or use cost_model.type \"roofline\"");
+  }
+  if (target.moe()) {
+    throw ConfigError(c.source + ": scaling a dense profile to the MoE model \"" + target.name +
+                      "\" is not supported (its experts were never measured)");
+  }
+  const auto& x = c.scaling;
+  const LayerShape ts = layer_shape(target);
+  const auto pops = token_ops(x.shape), tops = token_ops(ts);
+  const double pl = static_cast<double>(x.layers), tl = static_cast<double>(target.layers);
+  double p_fixed = 0, p_tok = 0, t_fixed = 0, t_tok = 0;
+  for (const auto& op : x.ops) {
+    const TokenOp* p = find_op(pops, op.name);
+    const TokenOp* t = find_op(tops, op.name);
+    const double pm = p && p->per_pass ? 1.0 : pl, tm = t && t->per_pass ? 1.0 : tl;
+    p_fixed += pm * op.fixed_s;
+    p_tok += pm * op.per_token_s;
+    if (!t || !p) continue;
+    const double rf = p->bytes_fixed > 0 ? t->bytes_fixed / p->bytes_fixed : 1.0;
+    const double rt = p->flops_per_token > 0   ? t->flops_per_token / p->flops_per_token
+                      : p->bytes_per_token > 0 ? t->bytes_per_token / p->bytes_per_token
+                                               : 1.0;
+    t_fixed += tm * op.fixed_s * rf;
+    t_tok += tm * op.per_token_s * rt;
+  }
+  const double p_kv = 2.0 * pl * static_cast<double>(x.shape.kv_heads * x.shape.head_dim) * 2.0;
+  const double p_attn = pl * static_cast<double>(x.shape.heads * x.shape.head_dim);
+  const double t_kv = static_cast<double>(target.kv_bytes_per_token());
+  auto [extra_fixed, extra_tok] = analytic_extra(tops, x.effective_bandwidth, x.effective_flops);
+  extra_tok += t_kv / x.effective_bandwidth;  // each new token's KV written
+  const double t_attn = tl * static_cast<double>(target.attention_heads * target.head_dim);
+  Calibration out = c;
+  out.model_name = target.name;
+  out.model.layers = target.layers;
+  for (auto& term : out.terms) {
+    if (term.dropped) continue;
+    const bool analytic = term.origin == "analytic";
+    switch (term.term) {
+      case CostTerm::kFixed:
+        term.coefficient =
+            (term.coefficient - x.analytic_fixed_s) * (p_fixed > 0 ? t_fixed / p_fixed : 1.0) +
+            extra_fixed;
+        break;
+      case CostTerm::kQueryTokens:
+        term.coefficient =
+            (term.coefficient - x.analytic_per_token_s) * (p_tok > 0 ? t_tok / p_tok : 1.0) +
+            extra_tok;
+        break;
+      case CostTerm::kKvReadTokens:
+        term.coefficient = analytic ? t_kv / x.effective_bandwidth : term.coefficient * t_kv / p_kv;
+        break;
+      case CostTerm::kQkPairs:
+        term.coefficient =
+            analytic ? 4.0 * t_attn / x.effective_flops : term.coefficient * t_attn / p_attn;
+        break;
+      case CostTerm::kSessions:
+        term.coefficient *= tl / pl;
+        break;
+      case CostTerm::kExpertLayers:
+        break;
+    }
+  }
+  out.scaled_from = "scaled from " + shape_text(x.profiled_model, x.layers, x.shape) + " to " +
+                    shape_text(target.name, target.layers, ts) + " by each op's FLOPs and bytes";
+  return out;
 }
 
 Calibration read_calibration(const std::string& path) {
@@ -183,9 +325,14 @@ std::string CalibratedCostModel::label() const {
           ? fmt::format("CPU reference kernels on {} (a CPU, not a GPU)", c_.device_name)
           : fmt::format("GPU {}{}", c_.device_name,
                         c_.driver.empty() ? "" : ", driver " + c_.driver);
-  return fmt::format("measured: {}, {} ({}), R2 {:.4f}, held-out median {:.1f}% max {:.1f}%", what,
-                     c_.source, c_.date, c_.r2, 100 * c_.heldout_median_ape,
-                     100 * c_.heldout_max_ape);
+  bool mixed = false;
+  for (const auto& t : c_.terms) mixed = mixed || (!t.dropped && t.origin == "analytic");
+  return fmt::format(
+      "measured: {}, {} ({}), R2 {:.4f}, held-out median {:.1f}% max {:.1f}%{}{}", what, c_.source,
+      c_.date, c_.r2, 100 * c_.heldout_median_ape, 100 * c_.heldout_max_ape,
+      mixed ? "; token-level terms measured, attention (KV) terms analytic (corrected roofline)"
+            : "",
+      c_.scaled_from.empty() ? "" : "; " + c_.scaled_from);
 }
 
 }  // namespace metronome

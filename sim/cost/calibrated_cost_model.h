@@ -17,6 +17,12 @@
 //   device {name, driver, cuda_runtime}, source {...}, grid {...},
 //   fit {method, terms [{name, coefficient, unit, dropped}], r2, train_points, heldout_points,
 //        heldout_median_ape, heldout_max_ape, warnings [...]}, points [...]
+//   optional: a term's "origin" ("measured" | "analytic") when a file mixes them (an imported
+//   profile measures the token-level terms; the KV-dependent ones stay analytic until measured);
+//   "scaling" {profiled {model, layers, shape {hidden, heads, kv_heads, head_dim, ffn, vocab,
+//   gated_mlp}}, ops [{name, fixed_s, per_token_s}], analytic_fixed_s, analytic_per_token_s,
+//   effective_bandwidth_bytes_per_s, effective_flops}: what a model of another layer shape needs
+//   to reuse the file (scale_calibration).
 #pragma once
 
 #include <array>
@@ -26,6 +32,8 @@
 #include <vector>
 
 #include "sim/cost/cost_model.h"
+#include "sim/cost/layer_ops.h"
+#include "sim/model.h"
 
 namespace metronome {
 
@@ -57,6 +65,25 @@ struct CalibrationTerm {
   CostTerm term;
   double coefficient = 0;  // seconds per unit of the feature
   bool dropped = false;    // left out of the fit (negative or not identifiable): contributes 0
+  std::string origin;      // "measured" | "analytic" | "" (as the file)
+};
+
+// One measured op of the profiled layer, fitted as fixed + per_token x tokens (per layer; emb and
+// other per-pass ops per pass).
+struct ScalingOp {
+  std::string name;
+  double fixed_s = 0, per_token_s = 0;
+};
+
+struct CalibrationScaling {
+  std::string profiled_model;
+  int64_t layers = 0;
+  LayerShape shape;
+  std::vector<ScalingOp> ops;
+  // The part of the fixed and query_tokens terms that is analytic (ops the profile lacks, such as
+  // the output head), removed before scaling the measured part and recomputed for the target.
+  double analytic_fixed_s = 0, analytic_per_token_s = 0;
+  double effective_bandwidth = 0, effective_flops = 0;  // corrected roofline, for analytic terms
 };
 
 // The parts of a calibration file the simulator uses.
@@ -71,6 +98,9 @@ struct Calibration {
   std::string device_name, driver;
   std::vector<CalibrationTerm> terms;
   double r2 = 0, heldout_median_ape = 0, heldout_max_ape = 0;
+  bool has_scaling = false;
+  CalibrationScaling scaling;
+  std::string scaled_from;  // set by scale_calibration: what the terms were scaled from
 
   double seconds(const PassShape& s) const;  // sum of the terms, without step overhead
 };
@@ -78,6 +108,12 @@ struct Calibration {
 // Validates everything (ConfigError naming `source`, the field and what was expected).
 Calibration parse_calibration(const nlohmann::json& j, const std::string& source);
 Calibration read_calibration(const std::string& path);
+
+// The calibration's terms for `target`, a model whose layer shape differs from the profiled one:
+// each measured op's fixed part scaled by its weight bytes, its per-token part by its FLOPs (bytes
+// for pointwise ops), summed over the target's layers; analytic terms recomputed for the target's
+// KV and heads. ConfigError if the file has no scaling section or the target is MoE.
+Calibration scale_calibration(const Calibration& c, const ModelConfig& target);
 
 class CalibratedCostModel final : public CostModel {
  public:

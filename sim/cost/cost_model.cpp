@@ -6,6 +6,7 @@
 
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
+#include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/fixed_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/cost/step_time.h"
@@ -32,8 +33,24 @@ std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
   if (s.cost_model.type == "roofline") {
     return std::make_unique<RooflineCostModel>(s.model, s.gpu, s.cost_model.step_overhead_s);
   }
+  if (s.cost_model.type == "corrected_roofline") {
+    try {
+      return std::make_unique<CorrectedRooflineCostModel>(s.model, s.gpu,
+                                                          s.cost_model.step_overhead_s);
+    } catch (const ConfigError& e) {
+      throw ConfigError(s.source + ": " + e.what());
+    }
+  }
   Calibration c = read_calibration(s.cost_model.file);
-  // A calibration of another model has the wrong coefficients for every term: refuse it.
+  // A calibration of another model has the wrong coefficients for every term: scale it op by op
+  // where the file says how (an imported profile), refuse it otherwise.
+  if (c.model_name != s.model.name && c.has_scaling) {
+    try {
+      c = scale_calibration(c, s.model);
+    } catch (const ConfigError& e) {
+      throw ConfigError(s.source + ": cost_model.file: " + e.what());
+    }
+  }
   if (c.model_name != s.model.name) {
     throw ConfigError(s.source + ": cost_model.file: " + c.source + " calibrates model \"" +
                       c.model_name + "\", the scenario runs \"" + s.model.name +

@@ -110,3 +110,46 @@ TEST(BenchJson, BadInputIsAConfigErrorNamingTheField) {
 
 }  // namespace
 }  // namespace metronome::calibrate
+
+namespace metronome::calibrate {
+namespace {
+
+BenchRun run_of(const std::string& source, const std::string& model,
+                std::vector<std::pair<GridPoint, double>> points) {
+  BenchRun r;
+  r.source = source;
+  r.model = model;
+  r.backend = "gpu";
+  r.protocol = source + " protocol";
+  r.device = source + " device";
+  for (const auto& [p, s] : points) r.samples.push_back({point_name(p), p, 32, s});
+  return r;
+}
+
+// Our kernels and PyTorch's attention timed on the same grid: the fit gets the faster per shape,
+// and the merged run says which gave how many.
+TEST(BenchJson, FasterPerShapeKeepsTheMinimumAndSaysWhichRunGaveIt) {
+  const GridPoint a{BenchKind::kStep, 1, 1, 512, -1, 0}, b{BenchKind::kStep, 8, 16, 512, -1, 0},
+      c{BenchKind::kStep, 8, 16, 512, 256, 4};
+  const BenchRun ours = run_of("ours.json", "moshi", {{a, 1.0e-3}, {b, 9.0e-3}, {c, 4.0e-3}});
+  const BenchRun torch = run_of("torch.json", "moshi", {{a, 1.2e-3}, {b, 3.0e-3}});
+  const BenchRun m = faster_per_shape({ours, torch});
+  ASSERT_EQ(m.samples.size(), 3u);
+  std::map<std::string, double> got;
+  for (const auto& s : m.samples) got[s.name] = s.seconds;
+  EXPECT_EQ(got[point_name(a)], 1.0e-3);
+  EXPECT_EQ(got[point_name(b)], 3.0e-3);
+  EXPECT_EQ(got[point_name(c)], 4.0e-3);  // timed by one run only
+  EXPECT_NE(m.protocol.find("[ours.json, kept on 2 of 3 shapes"), std::string::npos) << m.protocol;
+  EXPECT_NE(m.protocol.find("[torch.json, kept on 1 of 3 shapes"), std::string::npos);
+  // One model on one kind of device only.
+  BenchRun other = torch;
+  other.model = "qwen2.5-omni-7b";
+  EXPECT_THROW(faster_per_shape({ours, other}), ConfigError);
+  other = torch;
+  other.backend = "cpu";
+  EXPECT_THROW(faster_per_shape({ours, other}), ConfigError);
+}
+
+}  // namespace
+}  // namespace metronome::calibrate

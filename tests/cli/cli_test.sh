@@ -25,7 +25,7 @@ printf '{ "model": "moshi", ' >"$tmp/malformed.json"
 expect_error 'malformed.json: not valid JSON' simulate --scenario "$tmp/malformed.json"
 expect_error 'cannot open the scenario file' simulate --scenario "$tmp/nope.json"
 expect_error 'model: unknown model "gpt-17"' simulate --set model=gpt-17
-expect_error 'gpu: unknown gpu "a100"' predict --set gpu=a100
+expect_error 'gpu: unknown gpu "v100"' predict --set gpu=v100
 expect_error 'workload.frame_period_s: expected' simulate --set workload.frame_period_s=-0.08
 expect_error 'workload.frame_period_s: expected' predict --set workload.frame_period_s=0
 expect_error 'kv_policy.window_tokens: expected an integer' simulate --set kv_policy.type=windowed --set kv_policy.window_tokens=-5
