@@ -44,7 +44,11 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   // Rows: query i of the step, head hh of the group: row i * group + hh.
   const int64_t rows = int64_t{n} * group;
   RowMatrix Q(rows, d), Qs;
-  const bool sinks_detach = sink_end > 0 && q_sink != q_orig;
+  // Sinks (keys < S) are the first columns in both layouts: [0, sink_end) when the first query's
+  // window has left them, else the window's start at 0. Any of them a later query has left
+  // behind is scored with q_sink.
+  const int64_t sink_cols = w.unbounded() ? 0 : std::min<int64_t>(w.sinks, nk);
+  const bool sinks_detach = sink_cols > 0 && q_sink != q_orig;
   if (sinks_detach) Qs.resize(rows, d);
   const int64_t t0 = batch.q_start[s];
   for (int32_t i = 0; i < n; ++i) {
@@ -56,10 +60,10 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   }
   RowMatrix S = (Q * K.transpose()) * scale;
   if (sinks_detach) {
-    const RowMatrix Ss = (Qs * K.topRows(sink_end).transpose()) * scale;
+    const RowMatrix Ss = (Qs * K.topRows(sink_cols).transpose()) * scale;
     for (int32_t i = 0; i < n; ++i) {
       const int64_t ws = kv::window_start(p_first + i, w);
-      for (int64_t j = 0; j < sink_end; ++j) {
+      for (int64_t j = 0; j < sink_cols; ++j) {
         if (key_pos(j) >= ws) continue;  // still inside this query's window
         for (int32_t hh = 0; hh < group; ++hh) S(i * group + hh, j) = Ss(i * group + hh, j);
       }
