@@ -240,7 +240,23 @@ def fig7(r, w, quick):
              ("kv_policy.sink_tokens", ws["sink_tokens"])], "1")
 
 
-FIGURES = [fig1, fig2, fig3, fig4, fig5, fig6, fig7]
+def fig8(r, w, quick):
+    """The quality side of the window: `metronome quality` on a real model and text, fetched by
+    scripts/fetch_quality_assets.sh into .cache/quality (make_figures.sh runs it first)."""
+    sp = spec("fig8_quality.json", quick)
+    # Relative to the output folder (where metronome runs), so the JSON names no path of this machine.
+    assets = os.path.relpath(os.path.join(ROOT, ".cache", "quality"), r.out)
+    args = ["quality", "--model", os.path.join(assets, sp["model"]),
+            "--text", os.path.join(assets, sp["text"]), "--tokens", sp["tokens"],
+            "--window", sp["window"], "--sinks", sp["sinks"], "--positions", sp["positions"],
+            "--generate", sp["generate_tokens"], "--prompt-tokens", sp["prompt_tokens"],
+            "--temperature", sp["temperature"], "--seed", sp["seed"],
+            "--grid-windows"] + sp["grid_windows"] + ["--grid-sinks"] + sp["grid_sinks"] + [
+            "-j", r.jobs, "--json"]
+    r.call(args, r.data("fig8", "quality.json"))
+
+
+FIGURES = [fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig8]
 
 
 def main():

