@@ -188,23 +188,33 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
     const std::vector<int32_t> prompt(text_tokens.begin(), text_tokens.begin() + P);
     const LlamaConfig& c = model.config();
     const size_t np = o.policies.size();
-    std::vector<std::vector<int32_t>> gen(np);
+    // The policies decode together, one token each per step: a decode step reads every weight
+    // once for all of them (memory-bound), and the fixed grouping keeps the result independent of
+    // the thread count.
+    int32_t blocks = 0;
+    for (const auto& pol : o.policies) {
+      blocks += KvBatch::blocks_needed(pol.window, P + o.generate_tokens, P, kBlockSize);
+    }
+    KvBatch kv(c, blocks, kBlockSize);
+    std::vector<Rng> rngs;
+    for (const auto& pol : o.policies) {
+      kv.add(pol.window, o.positions);
+      rngs.emplace_back(o.seed, "generation");  // the same draws for every policy
+    }
+    std::vector<std::vector<int32_t>> step(np, prompt), gen(np);
+    for (int64_t i = 0; i < o.generate_tokens; ++i) {
+      const std::vector<float> logits = model.step(kv, step);
+      int64_t row = -1;
+      for (size_t s = 0; s < np; ++s) {
+        row += static_cast<int64_t>(step[s].size());  // the last row of sequence s
+        const std::span<const float> z(logits.data() + row * c.vocab, static_cast<size_t>(c.vocab));
+        gen[s].push_back(next_token(z, tok, o.temperature, rngs[s]));
+      }
+      for (size_t s = 0; s < np; ++s) step[s] = {gen[s].back()};
+    }
+    // Each continuation scored by the unbounded model, the prompt as context.
     std::vector<std::vector<double>> nll(np);
     parallel_tasks(np, o.threads, [&](size_t s) {
-      const KvPolicy& pol = o.policies[s];
-      KvBatch kv(c, KvBatch::blocks_needed(pol.window, P + o.generate_tokens, P, kBlockSize),
-                 kBlockSize);
-      kv.add(pol.window, o.positions);
-      Rng rng(o.seed, "generation");  // the same draws for every policy
-      std::vector<int32_t> step = prompt;
-      for (int64_t i = 0; i < o.generate_tokens; ++i) {
-        const std::vector<float> logits = model.step(kv, {step});
-        const std::span<const float> z(logits.data() + (static_cast<int64_t>(step.size()) - 1) * c.vocab,
-                                       static_cast<size_t>(c.vocab));
-        gen[s].push_back(next_token(z, tok, o.temperature, rng));
-        step = {gen[s].back()};
-      }
-      // Scored by the unbounded model, the prompt as context.
       std::vector<int32_t> all = prompt;
       all.insert(all.end(), gen[s].begin(), gen[s].end());
       nll[s] = stream_nll(model, all, kv::Window{}, o.positions, o.chunk);
