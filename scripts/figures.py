@@ -434,14 +434,14 @@ def fig8(d, w, quick):
                f"{ppl[name]['ppl_from']:.1f} over tokens {q['config']['from']}-{q['config']['tokens']}")
     # Key 0 leaves the window of the query at W + 1, which predicts token W + 2.
     a.axvline(W + 2, color="k", ls="--", lw=1)
-    a.text(W + 2, a.get_ylim()[1] * 0.95, "  window passes\n  the session start", fontsize=8,
-           va="top")
+    a.text(W + 2, 0.02, "  window passes\n  the session start", fontsize=8, va="bottom",
+           transform=a.get_xaxis_transform())
     a.set_yscale("log")
     a.set_xlabel("token position in the text")
     a.set_ylabel(f"perplexity per {bucket}-token bucket (log scale)")
-    a.set_title(f"{q['model']['name']}, Pride and Prejudice, {q['config']['positions']} positions",
-                fontsize=9)
-    a.legend(fontsize=8)
+    a.set_title(f"SmolLM2-135M-Instruct on Pride and Prejudice ({q['config']['positions']} "
+                "positions)", fontsize=9)
+    a.legend(fontsize=8, loc="upper right")
     a = fig.add_subplot(1, 2, 2)
     gw, gs = sp["grid_windows"], sp["grid_sinks"]
     mat = np.full((len(gs), len(gw)), np.nan)
@@ -455,7 +455,8 @@ def fig8(d, w, quick):
         for j in range(len(gw)):
             name = (f"s{gs[i]}" if gs[i] else "") + f"w{gw[j]}"
             txt = f"{ppl[name]['ppl_from']:.1f}\n({mat[i, j]:.2f}x)" if name in ppl else "-"
-            a.text(j, i, txt, ha="center", va="center", fontsize=8, color="tab:gray")
+            dark = name in ppl and mat[i, j] > np.nanmean(mat)
+            a.text(j, i, txt, ha="center", va="center", fontsize=8, color="w" if dark else "k")
     a.set_xticks(range(len(gw)))
     a.set_xticklabels([str(v) for v in gw])
     a.set_yticks(range(len(gs)))
@@ -466,8 +467,8 @@ def fig8(d, w, quick):
                 f"ratio to full attention ({ppl['full']['ppl_from']:.1f})", fontsize=9)
     fig.colorbar(im, ax=a, label="perplexity / full attention")
     fig.suptitle("8. " + sp["title"], fontsize=11, fontweight="bold")
-    caption = (f"Model: {q['model']['name']} (SmolLM2-135M-Instruct, GGUF Q4_1, dequantized to "
-               "float) run on the CPU by `metronome quality` over the paged KV cache; "
+    caption = (f"Model: SmolLM2-135M-Instruct (GGUF \"{q['model']['name']}\", Q4_1, dequantized "
+               "to float) run on the CPU by `metronome quality` over the paged KV cache; "
                f"{q['config']['chunk']} tokens per step. Measured, not simulated.")
     fig.text(0.01, 0.005, caption, fontsize=8, ha="left", va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
@@ -609,7 +610,8 @@ def report(d, w, quick, figs, started):
           [f3 + "scenario/workload/arrival/interval_s", f3 + "scenario/horizon_s",
            f3 + "result/deadline_miss_rate_reported", f3 + "result/silent_frame_fraction"],
           scales=[None, None, 100, 100])
-    quality_rows(t, quick)
+    if not os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
+        quality_rows(t, quick)
     runs_log = d.json("runs_log.json")
     elapsed = time.time() - started if started else None
     lines = [
@@ -678,7 +680,10 @@ def main():
     a = ap.parse_args()
     d = Data(os.path.abspath(a.out))
     w = load(os.path.join(EXP_DIR, "workloads.json"))
-    figs = [f(d, w, a.quick) for f in (fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig8)]
+    plots = [fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig8]
+    if os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
+        plots.remove(fig8)  # experiments.py did not run it either
+    figs = [f(d, w, a.quick) for f in plots]
     report(d, w, a.quick, figs, a.started)
     print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)
 

@@ -16,6 +16,8 @@ import sys
 
 FIGURES = ["fig1_cliff_vs_ramp", "fig2_pool_fill", "fig3_silent_failure", "fig4_metastability",
            "fig5_admission", "fig6_prediction", "fig7_capacity", "fig8_quality"]
+if os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
+    FIGURES.remove("fig8_quality")  # sanitized builds skip the real model
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 SOURCE = re.compile(r"`([^`#]+)#([^`]*)`(?:\s*x([0-9.]+))?")
 
