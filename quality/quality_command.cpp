@@ -69,8 +69,10 @@ Run add_quality(CLI::App& app) {
   cmd->add_option("--policy", o->policies,
                   "Policies compared instead of the defaults: full, wW or sSwW (e.g. s4w256)");
   cmd->add_option("--grid-windows", o->grid_windows,
-                  "Also score every W here with every S of --grid-sinks (perplexity only)");
-  cmd->add_option("--grid-sinks", o->grid_sinks, "Sink counts of the grid (0: window only)");
+                  "Also score every W here with every S of --grid-sinks (perplexity only)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--grid-sinks", o->grid_sinks, "Sink counts of the grid (0: window only)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--positions", o->positions,
                   "RoPE positions: cache (StreamingLLM: slots in the cache) or original (the "
                   "text's positions)")
