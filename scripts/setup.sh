@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
   libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev
-  clang-14 libclang-rt-14-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib python3-numpy)
+  clang-14 libclang-rt-14-dev libopenmpi-dev openmpi-bin python3 python3-matplotlib python3-numpy
+  python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do

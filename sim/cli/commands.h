@@ -16,5 +16,6 @@ Run add_capacity(CLI::App& app);
 Run add_recommend(CLI::App& app);
 std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // calibrate/calibrate_command.cpp
 Run add_replay(CLI::App& app);                           // replay/replay_command.cpp
+Run add_quality(CLI::App& app);                          // quality/quality_command.cpp
 
 }  // namespace metronome::cli

@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_calibrate(app));
   commands.emplace_back(nullptr, cli::add_replay(app));
   commands.back().first = app.get_subcommands({}).back();
+  commands.emplace_back(nullptr, cli::add_quality(app));
+  commands.back().first = app.get_subcommands({}).back();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

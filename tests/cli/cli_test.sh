@@ -34,6 +34,11 @@ expect_error 'holds no block' predict --set model.weight_bytes=5e11
 expect_error 'workload.frame_perod_s: unknown field' simulate --set workload.frame_perod_s=0.08
 expect_error 'expected key=value' simulate --set horizon_s
 expect_error 'engine.exhaustion: expected one of' simulate --set engine.exhaustion=crash
+expect_error 'policy "s4x256", expected full' quality --policy s4x256
+expect_error 'give both or neither' quality --grid-windows 128
+expect_error 'nope.gguf: cannot open the GGUF model file' quality --model "$tmp/nope.gguf"
+printf 'GGUF\007\000\000\000' >"$tmp/v7.gguf"
+expect_error 'v7.gguf: byte 8: version 7, expected 2 or 3' quality --model "$tmp/v7.gguf"
 
 # A good run: JSON to stdout, files in --out, a trace.
 "$bin" simulate --set horizon_s=120 --json --out "$tmp/run" --trace "$tmp/trace.json" >"$tmp/run.json" || {

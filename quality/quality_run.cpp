@@ -1,0 +1,282 @@
+#include "quality/quality_run.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <cmath>
+#include <regex>
+#include <stdexcept>
+
+#include "quality/bpe_tokenizer.h"
+#include "quality/llama_model.h"
+#include "sim/config_error.h"
+#include "sim/report.h"
+#include "sim/rng.h"
+
+namespace metronome::quality {
+
+namespace {
+
+constexpr int32_t kBlockSize = 16;  // vLLM's default block size
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double mean_ppl(const std::vector<double>& nll, size_t from, size_t to) {
+  if (to <= from) return 0;
+  double s = 0;
+  for (size_t i = from; i < to; ++i) s += nll[i];
+  return std::exp(s / static_cast<double>(to - from));
+}
+
+// Runs fn(0..n-1) on up to `threads` threads, one task at a time each. Tasks share nothing, so
+// each result is the same whatever the thread count; the first failing task's error is rethrown.
+template <typename Fn>
+void parallel_tasks(size_t n, int threads, Fn fn) {
+  std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors(n);
+  auto worker = [&]() {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Negative log-likelihoods of every token after the first of one sequence, fed `chunk` tokens a
+// step under its window, as a streaming engine ingests frames. Result [t - 1] for token t.
+std::vector<double> stream_nll(const LlamaModel& model, const std::vector<int32_t>& seq,
+                               kv::Window window, PositionMode mode, int64_t chunk) {
+  const LlamaConfig& c = model.config();
+  const auto n = static_cast<int64_t>(seq.size());
+  KvBatch kv(c, KvBatch::blocks_needed(window, n, chunk, kBlockSize), kBlockSize);
+  kv.add(window, mode);
+  std::vector<double> nll(seq.empty() ? 0 : seq.size() - 1, 0.0);
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    const int64_t c1 = std::min(n, c0 + chunk);
+    const std::vector<float> logits =
+        model.step(kv, {std::vector<int32_t>(seq.begin() + c0, seq.begin() + c1)});
+    for (int64_t p = c0; p < c1 && p + 1 < n; ++p) {
+      const std::span<const float> row(logits.data() + (p - c0) * c.vocab,
+                                       static_cast<size_t>(c.vocab));
+      nll[static_cast<size_t>(p)] = -log_prob(row, seq[static_cast<size_t>(p) + 1]);
+    }
+  }
+  return nll;
+}
+
+// Next token from a logits row: argmax at temperature 0 (lowest id on ties), else a draw from
+// softmax(logits / temperature). Control tokens (end of text, chat markers) are never drawn: the
+// generation is free-running by construction.
+int32_t next_token(std::span<const float> logits, const BpeTokenizer& tok, double temperature,
+                   Rng& rng) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(logits.size()); ++i) {
+    if (tok.is_control(i)) continue;
+    if (best < 0 || logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(best)]) best = i;
+  }
+  if (temperature <= 0) return best;
+  const double mx = logits[static_cast<size_t>(best)];
+  std::vector<double> w(logits.size(), 0.0);
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (tok.is_control(static_cast<int32_t>(i))) continue;
+    w[i] = std::exp((double{logits[i]} - mx) / temperature);
+    sum += w[i];
+  }
+  double u = rng.uniform() * sum;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] == 0) continue;
+    u -= w[i];
+    if (u < 0) return static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string policy_name(kv::Window w) {
+  if (w.unbounded()) return "full";
+  return (w.sinks > 0 ? "s" + std::to_string(w.sinks) : std::string()) + "w" +
+         std::to_string(w.window);
+}
+
+KvPolicy parse_policy(const std::string& spec, const std::string& option) {
+  if (spec == "full") return {"full", kv::Window{}};
+  static const std::regex re("(?:s([0-9]{1,6}))?w([0-9]{1,7})");
+  std::smatch m;
+  if (!std::regex_match(spec, m, re)) {
+    throw ConfigError(option + ": policy \"" + spec +
+                      "\", expected full, wW (window of W tokens) or sSwW (S sinks + W window), "
+                      "e.g. s4w256");
+  }
+  kv::Window w;
+  w.sinks = m[1].matched ? std::stoll(m[1].str()) : 0;
+  w.window = std::stoll(m[2].str());
+  return {policy_name(w), w};
+}
+
+double letter_space_share(const std::string& s) {
+  if (s.empty()) return 1;
+  size_t n = 0;
+  for (const char ch : s) {
+    n += (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == ' ';
+  }
+  return static_cast<double>(n) / static_cast<double>(s.size());
+}
+
+std::vector<PerplexityResult> score_text(const LlamaModel& model, const std::vector<int32_t>& tokens,
+                                         const std::vector<KvPolicy>& policies,
+                                         const QualityOptions& o) {
+  std::vector<std::vector<double>> nll(policies.size());
+  parallel_tasks(policies.size(), o.threads, [&](size_t i) {
+    nll[i] = stream_nll(model, tokens, policies[i].window, o.positions, o.chunk);
+  });
+  std::vector<PerplexityResult> out;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    PerplexityResult r;
+    r.policy = policies[i];
+    r.nll = nll[i];
+    const size_t n = r.nll.size();  // tokens 1..N-1 at indices 0..N-2
+    r.ppl = mean_ppl(r.nll, 0, n);
+    r.ppl_from = mean_ppl(r.nll, static_cast<size_t>(std::max<int64_t>(o.from, 1) - 1), n);
+    for (int64_t b = 0; b * o.bucket < static_cast<int64_t>(n) + 1; ++b) {
+      const int64_t first = std::max<int64_t>(b * o.bucket, 1), last = std::min<int64_t>((b + 1) * o.bucket, static_cast<int64_t>(n) + 1);
+      r.bucket_ppl.push_back(mean_ppl(r.nll, static_cast<size_t>(first - 1), static_cast<size_t>(last - 1)));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
+                          const std::vector<int32_t>& text_tokens, const QualityOptions& o) {
+  if (static_cast<int64_t>(text_tokens.size()) < o.tokens) {
+    throw ConfigError("--tokens: the text has " + std::to_string(text_tokens.size()) +
+                      " tokens, fewer than the " + std::to_string(o.tokens) + " asked for");
+  }
+  QualityResult r;
+  const std::vector<int32_t> scored(text_tokens.begin(), text_tokens.begin() + o.tokens);
+  r.text_letter_share = letter_space_share(tok.decode(scored));
+  // Every policy once: grid entries equal to a main policy are not run twice.
+  std::vector<KvPolicy> all = o.policies;
+  for (const auto& g : o.grid) {
+    if (std::none_of(all.begin(), all.end(), [&](const KvPolicy& p) { return p.name == g.name; })) {
+      all.push_back(g);
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  r.perplexity = score_text(model, scored, all, o);
+  r.seconds_perplexity = seconds_since(t0);
+
+  if (o.generate_tokens > 0) {
+    t0 = std::chrono::steady_clock::now();
+    const int64_t P = std::min<int64_t>(o.prompt_tokens, o.tokens);
+    const std::vector<int32_t> prompt(text_tokens.begin(), text_tokens.begin() + P);
+    const LlamaConfig& c = model.config();
+    const size_t np = o.policies.size();
+    // The policies decode together, one token each per step: a decode step reads every weight
+    // once for all of them (memory-bound), and the fixed grouping keeps the result independent of
+    // the thread count.
+    int32_t blocks = 0;
+    for (const auto& pol : o.policies) {
+      blocks += KvBatch::blocks_needed(pol.window, P + o.generate_tokens, P, kBlockSize);
+    }
+    KvBatch kv(c, blocks, kBlockSize);
+    std::vector<Rng> rngs;
+    for (const auto& pol : o.policies) {
+      kv.add(pol.window, o.positions);
+      rngs.emplace_back(o.seed, "generation");  // the same draws for every policy
+    }
+    std::vector<std::vector<int32_t>> step(np, prompt), gen(np);
+    for (int64_t i = 0; i < o.generate_tokens; ++i) {
+      const std::vector<float> logits = model.step(kv, step);
+      int64_t row = -1;
+      for (size_t s = 0; s < np; ++s) {
+        row += static_cast<int64_t>(step[s].size());  // the last row of sequence s
+        const std::span<const float> z(logits.data() + row * c.vocab, static_cast<size_t>(c.vocab));
+        gen[s].push_back(next_token(z, tok, o.temperature, rngs[s]));
+      }
+      for (size_t s = 0; s < np; ++s) step[s] = {gen[s].back()};
+    }
+    // Each continuation scored by the unbounded model, the prompt as context.
+    std::vector<std::vector<double>> nll(np);
+    parallel_tasks(np, o.threads, [&](size_t s) {
+      std::vector<int32_t> all = prompt;
+      all.insert(all.end(), gen[s].begin(), gen[s].end());
+      nll[s] = stream_nll(model, all, kv::Window{}, o.positions, o.chunk);
+    });
+    for (size_t s = 0; s < gen.size(); ++s) {
+      GenerationResult g;
+      g.policy = o.policies[s];
+      g.tokens = gen[s];
+      g.text = tok.decode(gen[s]);
+      g.ppl_full = mean_ppl(nll[s], static_cast<size_t>(P - 1), nll[s].size());
+      g.letter_share = letter_space_share(g.text);
+      r.generation.push_back(std::move(g));
+    }
+    r.seconds_generation = seconds_since(t0);
+  }
+  return r;
+}
+
+nlohmann::json quality_json(const QualityResult& r, const QualityOptions& o) {
+  using nlohmann::json;
+  auto window_json = [](const KvPolicy& p) {
+    json j{{"name", p.name}};
+    if (p.window.unbounded()) {
+      j["window"] = nullptr;
+      j["sinks"] = 0;
+    } else {
+      j["window"] = p.window.window;
+      j["sinks"] = p.window.sinks;
+    }
+    return j;
+  };
+  json cfg{{"tokens", o.tokens},
+           {"chunk", o.chunk},
+           {"bucket", o.bucket},
+           {"from", o.from},
+           {"positions", o.positions == PositionMode::kCache ? "cache" : "original"},
+           {"prompt_tokens", o.prompt_tokens},
+           {"generate_tokens", o.generate_tokens},
+           {"temperature", o.temperature},
+           {"seed", o.seed}};
+  json ppl = json::array();
+  for (const auto& p : r.perplexity) {
+    json j = window_json(p.policy);
+    j["ppl"] = p.ppl;
+    j["ppl_from"] = p.ppl_from;
+    j["bucket_ppl"] = p.bucket_ppl;
+    ppl.push_back(j);
+  }
+  json gen = json::array();
+  for (const auto& g : r.generation) {
+    json j = window_json(g.policy);
+    j["ppl_full_model"] = g.ppl_full;
+    j["letter_space_share"] = g.letter_share;
+    j["text"] = g.text;
+    j["tokens"] = g.tokens;
+    gen.push_back(j);
+  }
+  return json{{"version", version_string()},
+              {"config", cfg},
+              {"text_letter_space_share", r.text_letter_share},
+              {"perplexity", ppl},
+              {"generation", gen}};
+}
+
+}  // namespace metronome::quality

@@ -1,0 +1,84 @@
+// What `metronome quality` measures: for a text and a list of KV policies (unbounded, window only,
+// sinks + window), the per-token negative log-likelihood of the text under each policy (all
+// policies stepped together, `chunk` tokens per step, as a streaming engine would ingest frames),
+// its perplexity overall, from a given token on and per bucket of tokens; and one free-running
+// generation per policy from the same prompt and seed, scored by the unbounded model (perplexity)
+// and by the share of ASCII letters and spaces in its text.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kernels/kv_window.h"
+#include "quality/window_attention.h"
+
+namespace metronome::quality {
+
+class LlamaModel;
+class BpeTokenizer;
+
+struct KvPolicy {
+  std::string name;  // "full", "w256", "s4w256"
+  kv::Window window;
+};
+
+// "full" | "wW" | "sSwW" (e.g. "s4w256"); ConfigError naming the option otherwise.
+KvPolicy parse_policy(const std::string& spec, const std::string& option);
+std::string policy_name(kv::Window w);
+
+struct QualityOptions {
+  int64_t tokens = 4096;  // N: tokens of the text scored
+  int64_t chunk = 64;     // tokens per step
+  int64_t bucket = 64;    // tokens per perplexity bucket
+  int64_t from = 256;     // perplexity also reported over tokens [from, N)
+  PositionMode positions = PositionMode::kCache;
+  std::vector<KvPolicy> policies;     // the main comparison (perplexity + generation)
+  std::vector<KvPolicy> grid;         // extra policies, perplexity only (W x S grid)
+  int64_t prompt_tokens = 64;         // generation prompt: the text's first tokens
+  int64_t generate_tokens = 512;      // free-running tokens per policy (0: none)
+  double temperature = 0.8;           // 0: greedy
+  uint64_t seed = 1;
+  int threads = 2;
+};
+
+struct PerplexityResult {
+  KvPolicy policy;
+  std::vector<double> nll;  // [N - 1]: nll[t - 1] = -log p(token t | tokens before t)
+  double ppl = 0;           // exp(mean nll) over tokens 1..N-1
+  double ppl_from = 0;      // over tokens [from, N)
+  std::vector<double> bucket_ppl;  // bucket b: tokens [b * bucket, (b + 1) * bucket) (token 0
+                                   // has no prediction)
+};
+
+struct GenerationResult {
+  KvPolicy policy;
+  std::vector<int32_t> tokens;  // generated, after the prompt
+  std::string text;
+  double ppl_full = 0;       // perplexity of the generated tokens under the unbounded model
+  double letter_share = 0;   // share of bytes that are ASCII letters or spaces
+};
+
+struct QualityResult {
+  std::vector<PerplexityResult> perplexity;  // policies, then grid
+  std::vector<GenerationResult> generation;  // one per policy
+  double text_letter_share = 0;              // the same share for the scored text itself
+  double seconds_perplexity = 0, seconds_generation = 0;
+};
+
+// Scores `tokens` (the first N of the text) under each policy, sequences stepped together.
+std::vector<PerplexityResult> score_text(const LlamaModel& model, const std::vector<int32_t>& tokens,
+                                         const std::vector<KvPolicy>& policies,
+                                         const QualityOptions& o);
+
+QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
+                          const std::vector<int32_t>& text_tokens, const QualityOptions& o);
+
+// Share of bytes of s that are ASCII letters or spaces (1 for an empty string).
+double letter_space_share(const std::string& s);
+
+// JSON of a result (no timings: the same inputs give the same bytes).
+nlohmann::json quality_json(const QualityResult& r, const QualityOptions& o);
+
+}  // namespace metronome::quality

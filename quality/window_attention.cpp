@@ -1,0 +1,127 @@
+#include "quality/window_attention.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace metronome::quality {
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// One (sequence, KV head) task: gather its keys, score, mask, softmax, weight the values.
+void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, int32_t s,
+            kv::Window w, int32_t g, int32_t q_heads, float scale, const float* q_orig,
+            const float* q_sink, float* out) {
+  const int32_t n = batch.q_len(s);
+  if (n == 0) return;
+  const int32_t d = kv.head_dim;
+  const int32_t group = q_heads / kv.kv_heads;
+  const int64_t p_first = batch.seq_lens[s] - n;
+  const int64_t p_last = batch.seq_lens[s] - 1;
+  const int64_t start = kv::window_start(p_first, w);
+  const int64_t sink_end = w.unbounded() ? 0 : std::min<int64_t>(w.sinks, start);
+  const int64_t nk = sink_end + (p_last - start + 1);
+  auto key_pos = [&](int64_t j) { return j < sink_end ? j : start + (j - sink_end); };
+
+  RowMatrix K(nk, d), V(nk, d);
+  for (int64_t j = 0; j < nk; ++j) {
+    const int64_t k = key_pos(j);
+    const int32_t blk = batch.physical_block(s, k, kv.block_size);
+    if (blk < 0 || blk >= kv.num_blocks) {
+      throw std::logic_error("window_attention: session " + std::to_string(s) + " key " +
+                             std::to_string(k) + " is in released block " + std::to_string(blk));
+    }
+    const int64_t off = kv.offset(blk, k % kv.block_size, g);
+    std::copy_n(kv.k + off, d, K.row(j).data());
+    std::copy_n(kv.v + off, d, V.row(j).data());
+  }
+  // Rows: query i of the step, head hh of the group: row i * group + hh.
+  const int64_t rows = int64_t{n} * group;
+  RowMatrix Q(rows, d), Qs;
+  // Sinks (keys < S) are the first columns in both layouts: [0, sink_end) when the first query's
+  // window has left them, else the window's start at 0. Any of them a later query has left
+  // behind is scored with q_sink.
+  const int64_t sink_cols = w.unbounded() ? 0 : std::min<int64_t>(w.sinks, nk);
+  const bool sinks_detach = sink_cols > 0 && q_sink != q_orig;
+  if (sinks_detach) Qs.resize(rows, d);
+  const int64_t t0 = batch.q_start[s];
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t hh = 0; hh < group; ++hh) {
+      const int64_t src = ((t0 + i) * q_heads + g * group + hh) * d;
+      std::copy_n(q_orig + src, d, Q.row(i * group + hh).data());
+      if (sinks_detach) std::copy_n(q_sink + src, d, Qs.row(i * group + hh).data());
+    }
+  }
+  RowMatrix S = (Q * K.transpose()) * scale;
+  if (sinks_detach) {
+    const RowMatrix Ss = (Qs * K.topRows(sink_cols).transpose()) * scale;
+    for (int32_t i = 0; i < n; ++i) {
+      const int64_t ws = kv::window_start(p_first + i, w);
+      for (int64_t j = 0; j < sink_cols; ++j) {
+        if (key_pos(j) >= ws) continue;  // still inside this query's window
+        for (int32_t hh = 0; hh < group; ++hh) S(i * group + hh, j) = Ss(i * group + hh, j);
+      }
+    }
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const int64_t p = p_first + i;
+    for (int32_t hh = 0; hh < group; ++hh) {
+      float* row = S.row(i * group + hh).data();
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < nk; ++j) {
+        if (!kv::key_visible(p, key_pos(j), w)) {
+          row[j] = -std::numeric_limits<float>::infinity();
+        } else {
+          mx = std::max(mx, row[j]);
+        }
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < nk; ++j) {
+        const float e = row[j] == -std::numeric_limits<float>::infinity() ? 0.f
+                                                                           : std::exp(row[j] - mx);
+        row[j] = e;
+        sum += e;
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
+    }
+  }
+  const RowMatrix O = S * V;
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t hh = 0; hh < group; ++hh) {
+      std::copy_n(O.row(i * group + hh).data(), d,
+                  out + ((t0 + i) * q_heads + g * group + hh) * d);
+    }
+  }
+}
+
+}  // namespace
+
+void window_attention(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch,
+                      std::span<const kv::Window> windows, int32_t q_heads, float scale,
+                      std::span<const float> q_orig, std::span<const float> q_sink,
+                      std::span<float> out) {
+  if (q_heads < 1 || kv.kv_heads < 1 || q_heads % kv.kv_heads != 0) {
+    throw std::invalid_argument("window_attention: q_heads must be a multiple of kv_heads");
+  }
+  if (static_cast<int32_t>(windows.size()) != batch.num_sessions) {
+    throw std::invalid_argument("window_attention: one window per session");
+  }
+  const size_t need = static_cast<size_t>(batch.total_q()) * q_heads * kv.head_dim;
+  if (q_orig.size() < need || q_sink.size() < need || out.size() < need) {
+    throw std::invalid_argument("window_attention: q/out too small");
+  }
+  const int32_t tasks = batch.num_sessions * kv.kv_heads;
+  for (int32_t task = 0; task < tasks; ++task) {
+    attend(kv, batch, task / kv.kv_heads, windows[static_cast<size_t>(task / kv.kv_heads)],
+           task % kv.kv_heads, q_heads, scale, q_orig.data(), q_sink.data(), out.data());
+  }
+}
+
+}  // namespace metronome::quality
