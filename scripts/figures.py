@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiments import spec, load  # noqa: E402
 
 COLORS = {"unbounded": "tab:red", "windowed": "tab:blue"}
+# No creation date or tool version in the files: a rerun that changes nothing leaves them alone.
+STABLE = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None, "Creator": None}}
 MODEL_COLORS = ["tab:purple", "tab:orange", "tab:green", "tab:brown"]
 
 
@@ -74,7 +76,7 @@ def finish(fig, out, name, title, cost_labels, note=""):
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     os.makedirs(os.path.join(out, "figures"), exist_ok=True)
     for ext in ("png", "pdf"):
-        fig.savefig(os.path.join(out, "figures", f"{name}.{ext}"), dpi=130)
+        fig.savefig(os.path.join(out, "figures", f"{name}.{ext}"), dpi=130, metadata=STABLE[ext])
     plt.close(fig)
     return f"figures/{name}.png", caption
 
@@ -517,7 +519,8 @@ def fig8(d, w, quick):
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     os.makedirs(os.path.join(d.out, "figures"), exist_ok=True)
     for ext in ("png", "pdf"):
-        fig.savefig(os.path.join(d.out, "figures", f"fig8_quality.{ext}"), dpi=130)
+        fig.savefig(os.path.join(d.out, "figures", f"fig8_quality.{ext}"), dpi=130,
+                    metadata=STABLE[ext])
     plt.close(fig)
     return "figures/fig8_quality.png", caption
 
@@ -760,11 +763,12 @@ def report(d, w, quick, figs, started):
         lines += [f"![figure {i}]({png})", "", f"{caption} ([PDF]({pdf}))", ""]
     lines += ["## This run", ""]
     mode = "quick (CI) mode" if quick else "full mode"
-    lines.append(f"- {mode}, `-j {runs_log['jobs']}`; {len(runs_log['metronome_calls'])} "
-                 "metronome calls (commands and times in `data/runs_log.json`).")
+    # Nothing here depends on the machine or the clock (jobs, wall time): those go to stderr and to
+    # the untracked data/runs_log.json, so a rerun that changes nothing leaves the report alone.
+    lines.append(f"- {mode}; {len(runs_log['metronome_calls'])} metronome calls (commands and "
+                 "times of the last run in `data/runs_log.json`, not kept in git).")
     if elapsed is not None:
-        lines.append(f"- Wall time of the whole command until this report was written (measured by "
-                     f"`scripts/make_figures.sh`, not by the simulator): {elapsed:.0f} s.")
+        print(f"figures: {elapsed:.0f} s since make_figures started", file=sys.stderr)
     with open(os.path.join(d.out, "REPORT.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
