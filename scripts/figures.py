@@ -16,7 +16,6 @@ import math
 import os
 import string
 import sys
-import time
 
 import matplotlib
 
@@ -700,7 +699,6 @@ def report(d, w, quick, figs, started):
     if not os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
         quality_rows(t, quick)
     runs_log = d.json("runs_log.json")
-    elapsed = time.time() - started if started else None
     lines = [
         "# Metronome: the paper's figures and headline numbers",
         "",
@@ -767,8 +765,6 @@ def report(d, w, quick, figs, started):
     # the untracked data/runs_log.json, so a rerun that changes nothing leaves the report alone.
     lines.append(f"- {mode}; {len(runs_log['metronome_calls'])} metronome calls (commands and "
                  "times of the last run in `data/runs_log.json`, not kept in git).")
-    if elapsed is not None:
-        print(f"figures: {elapsed:.0f} s since make_figures started", file=sys.stderr)
     with open(os.path.join(d.out, "REPORT.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
