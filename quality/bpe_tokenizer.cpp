@@ -58,12 +58,12 @@ Cls classify(uint32_t cp) {
     if (cp == ' ' || (cp >= 9 && cp <= 13)) return Cls::kSpace;
     return Cls::kOther;
   }
-  if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-      cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000) {
+  if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+      cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000) {
     return Cls::kSpace;
   }
-  if (cp == 0xAA || cp == 0xB5 || cp == 0xBA || (cp >= 0xC0 && cp <= 0x24F && cp != 0xD7 &&
-                                                 cp != 0xF7)) {
+  if (cp == 0xAA || cp == 0xB5 || cp == 0xBA ||
+      (cp >= 0xC0 && cp <= 0x24F && cp != 0xD7 && cp != 0xF7)) {
     return Cls::kLetter;
   }
   if ((cp >= 0x370 && cp <= 0x52F) || (cp >= 0x3040 && cp <= 0x9FFF) ||
@@ -81,8 +81,8 @@ BpeTokenizer::BpeTokenizer(const GgufFile& gguf) {
     throw ConfigError(gguf.path() + ": tokenizer.ggml.model is \"" + model +
                       "\", expected \"gpt2\" (byte-level BPE)");
   }
-  const std::string pre = gguf.has("tokenizer.ggml.pre") ? gguf.string("tokenizer.ggml.pre")
-                                                         : std::string("gpt2");
+  const std::string pre =
+      gguf.has("tokenizer.ggml.pre") ? gguf.string("tokenizer.ggml.pre") : std::string("gpt2");
   if (pre != "smollm" && pre != "gpt2") {
     throw ConfigError(gguf.path() + ": tokenizer.ggml.pre is \"" + pre +
                       "\", expected \"smollm\" or \"gpt2\"");

@@ -38,7 +38,8 @@ class BpeTokenizer {
   int32_t id_of(const std::string& token) const;
   // A control token (tokenizer.ggml.token_type 3: end of text, chat markers).
   bool is_control(int32_t id) const {
-    return id >= 0 && static_cast<size_t>(id) < control_.size() && control_[static_cast<size_t>(id)];
+    return id >= 0 && static_cast<size_t>(id) < control_.size() &&
+           control_[static_cast<size_t>(id)];
   }
 
   // The pre-tokenizer's pieces (exposed for tests).

@@ -12,12 +12,18 @@ bool ggml_type_supported(uint32_t type) {
 
 std::string ggml_type_name(uint32_t type) {
   switch (type) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 8: return "Q8_0";
-    default: return "ggml type " + std::to_string(type);
+    case 0:
+      return "F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 8:
+      return "Q8_0";
+    default:
+      return "ggml type " + std::to_string(type);
   }
 }
 
@@ -27,11 +33,16 @@ int64_t ggml_block_values(GgmlType type) {
 
 int64_t ggml_block_bytes(GgmlType type) {
   switch (type) {
-    case GgmlType::kF32: return 4;
-    case GgmlType::kF16: return 2;
-    case GgmlType::kQ4_0: return 18;
-    case GgmlType::kQ4_1: return 20;
-    case GgmlType::kQ8_0: return 34;
+    case GgmlType::kF32:
+      return 4;
+    case GgmlType::kF16:
+      return 2;
+    case GgmlType::kQ4_0:
+      return 18;
+    case GgmlType::kQ4_1:
+      return 20;
+    case GgmlType::kQ8_0:
+      return 34;
   }
   throw std::invalid_argument("ggml_block_bytes: unknown type");
 }

@@ -40,8 +40,9 @@ class Cursor {
   }
   std::string str(const char* what) {
     const auto n = pod<uint64_t>(what);
-    if (n > b_.size() - o_) fail(std::string("string length ") + std::to_string(n) + " of " +
-                                 what + " runs past the end of the file");
+    if (n > b_.size() - o_)
+      fail(std::string("string length ") + std::to_string(n) + " of " + what +
+           " runs past the end of the file");
     std::string s(reinterpret_cast<const char*>(b_.data() + o_), n);
     o_ += n;
     return s;
@@ -58,15 +59,24 @@ class Cursor {
 // 10 u64, 11 i64, 12 f64.
 int64_t read_int(Cursor& c, uint32_t t, const std::string& key) {
   switch (t) {
-    case 0: return c.pod<uint8_t>(key.c_str());
-    case 1: return c.pod<int8_t>(key.c_str());
-    case 2: return c.pod<uint16_t>(key.c_str());
-    case 3: return c.pod<int16_t>(key.c_str());
-    case 4: return c.pod<uint32_t>(key.c_str());
-    case 5: return c.pod<int32_t>(key.c_str());
-    case 10: return static_cast<int64_t>(c.pod<uint64_t>(key.c_str()));
-    case 11: return c.pod<int64_t>(key.c_str());
-    default: c.fail(key + ": value type " + std::to_string(t) + " is not an integer");
+    case 0:
+      return c.pod<uint8_t>(key.c_str());
+    case 1:
+      return c.pod<int8_t>(key.c_str());
+    case 2:
+      return c.pod<uint16_t>(key.c_str());
+    case 3:
+      return c.pod<int16_t>(key.c_str());
+    case 4:
+      return c.pod<uint32_t>(key.c_str());
+    case 5:
+      return c.pod<int32_t>(key.c_str());
+    case 10:
+      return static_cast<int64_t>(c.pod<uint64_t>(key.c_str()));
+    case 11:
+      return c.pod<int64_t>(key.c_str());
+    default:
+      c.fail(key + ": value type " + std::to_string(t) + " is not an integer");
   }
 }
 
@@ -148,8 +158,8 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
     tensors_[t.name] = std::move(t);
   }
   const int64_t align = has("general.alignment") ? integer("general.alignment") : 32;
-  if (align < 1 || align > 4096) throw ConfigError(path + ": general.alignment " +
-                                                   std::to_string(align) + ", expected 1-4096");
+  if (align < 1 || align > 4096)
+    throw ConfigError(path + ": general.alignment " + std::to_string(align) + ", expected 1-4096");
   data_start_ = (c.offset() + static_cast<size_t>(align) - 1) / static_cast<size_t>(align) *
                 static_cast<size_t>(align);
   for (const auto& [name, t] : tensors_) {

@@ -1,10 +1,10 @@
-// A GGUF file (llama.cpp's model container, version 2 or 3) read into memory: its key-value metadata
-// and its tensor directory, with each tensor dequantized to float on request.
+// A GGUF file (llama.cpp's model container, version 2 or 3) read into memory: its key-value
+// metadata and its tensor directory, with each tensor dequantized to float on request.
 //
 // Layout (little-endian): "GGUF", u32 version, u64 tensor_count, u64 kv_count; kv_count entries
 // (string key, u32 value type, value); tensor_count entries (string name, u32 n_dims, u64 dims[n],
-// u32 ggml type, u64 offset); padding to general.alignment (default 32); tensor data, each tensor at
-// its offset from the start of the data. A string is a u64 length and bytes; an array is a u32
+// u32 ggml type, u64 offset); padding to general.alignment (default 32); tensor data, each tensor
+// at its offset from the start of the data. A string is a u64 length and bytes; an array is a u32
 // element type, a u64 count and the elements. dims[0] is the fastest-varying (a row's length).
 //
 // Every malformed or unexpected field throws ConfigError naming the file, the field and what was

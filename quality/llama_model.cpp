@@ -21,8 +21,8 @@ using Map = Eigen::Map<RowMatrix>;
 int32_t meta_int(const GgufFile& g, const std::string& key, int64_t lo, int64_t hi) {
   const int64_t v = g.integer(key);
   if (v < lo || v > hi) {
-    throw ConfigError(g.path() + ": metadata " + key + " is " + std::to_string(v) +
-                      ", expected " + std::to_string(lo) + "-" + std::to_string(hi));
+    throw ConfigError(g.path() + ": metadata " + key + " is " + std::to_string(v) + ", expected " +
+                      std::to_string(lo) + "-" + std::to_string(hi));
   }
   return static_cast<int32_t>(v);
 }
@@ -39,7 +39,8 @@ void rmsnorm(const float* x, const std::vector<float>& gain, int64_t m, int64_t 
     double ss = 0;
     for (int64_t j = 0; j < d; ++j) ss += double{x[r * d + j]} * x[r * d + j];
     const auto inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + eps));
-    for (int64_t j = 0; j < d; ++j) y[r * d + j] = x[r * d + j] * inv * gain[static_cast<size_t>(j)];
+    for (int64_t j = 0; j < d; ++j)
+      y[r * d + j] = x[r * d + j] * inv * gain[static_cast<size_t>(j)];
   }
 }
 
@@ -50,7 +51,8 @@ void rope(float* x, int64_t rows, int32_t heads, int32_t head_dim, const std::ve
   std::vector<float> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));
   for (int64_t r = 0; r < rows; ++r) {
     for (int32_t i = 0; i < half; ++i) {
-      const double a = static_cast<double>(pos[static_cast<size_t>(r)]) * inv_freq[static_cast<size_t>(i)];
+      const double a =
+          static_cast<double>(pos[static_cast<size_t>(r)]) * inv_freq[static_cast<size_t>(i)];
       c[static_cast<size_t>(i)] = static_cast<float>(std::cos(a));
       s[static_cast<size_t>(i)] = static_cast<float>(std::sin(a));
     }
@@ -114,7 +116,8 @@ LlamaConfig LlamaConfig::from_gguf(const GgufFile& g) {
 KvBatch::KvBatch(const LlamaConfig& c, int32_t max_blocks, int32_t block_size)
     : block_size_(block_size), pool_(max_blocks) {
   layers_.reserve(static_cast<size_t>(c.layers));
-  for (int32_t l = 0; l < c.layers; ++l) layers_.emplace_back(max_blocks, block_size, c.kv_heads, c.head_dim);
+  for (int32_t l = 0; l < c.layers; ++l)
+    layers_.emplace_back(max_blocks, block_size, c.kv_heads, c.head_dim);
 }
 
 int32_t KvBatch::add(kv::Window window, PositionMode mode) {
@@ -184,13 +187,15 @@ std::vector<float> LlamaModel::step(KvBatch& kv,
       pos.push_back(p);
       pos_sink.push_back(query_rope_position(p, seq.blocks.window(), seq.mode));
     }
-    q_start[static_cast<size_t>(s) + 1] = q_start[static_cast<size_t>(s)] + static_cast<int32_t>(t.size());
+    q_start[static_cast<size_t>(s) + 1] =
+        q_start[static_cast<size_t>(s)] + static_cast<int32_t>(t.size());
     seq_lens[static_cast<size_t>(s)] = static_cast<int32_t>(seq.blocks.tokens());
     windows.push_back(seq.blocks.window());
     tables.push_back(&seq.blocks);
   }
   int32_t max_blocks = 1;
-  for (const auto* t : tables) max_blocks = std::max(max_blocks, static_cast<int32_t>(t->table().size()));
+  for (const auto* t : tables)
+    max_blocks = std::max(max_blocks, static_cast<int32_t>(t->table().size()));
   const std::vector<int32_t> block_tables = kernels::dense_block_tables(tables, max_blocks);
   kernels::FrameBatch batch;
   batch.num_sessions = ns;
@@ -208,7 +213,8 @@ std::vector<float> LlamaModel::step(KvBatch& kv,
   const bool any_sink_rope = pos_sink != pos;
   std::vector<float> x(static_cast<size_t>(T * h)), hn(static_cast<size_t>(T * h));
   std::vector<float> q(static_cast<size_t>(T * h)), qs, k(static_cast<size_t>(T * kvd)),
-      v(static_cast<size_t>(T * kvd)), att(static_cast<size_t>(T * h)), tmp(static_cast<size_t>(T * h));
+      v(static_cast<size_t>(T * kvd)), att(static_cast<size_t>(T * h)),
+      tmp(static_cast<size_t>(T * h));
   std::vector<float> g(static_cast<size_t>(T * f)), u(static_cast<size_t>(T * f));
   for (int64_t r = 0; r < T; ++r) {
     std::copy_n(embed_.data() + int64_t{ids[static_cast<size_t>(r)]} * h, h, x.data() + r * h);
@@ -228,8 +234,8 @@ std::vector<float> LlamaModel::step(KvBatch& kv,
     rope(k.data(), T, c_.kv_heads, c_.head_dim, pos, inv_freq_);
     auto& cache = kv.layers_[static_cast<size_t>(l)];
     kernels::reference::append_kv_ref(cache.view(), batch, k, v);
-    window_attention(std::as_const(cache).view(), batch, windows, c_.q_heads, scale, q, any_sink_rope ? qs : q,
-                     att);
+    window_attention(std::as_const(cache).view(), batch, windows, c_.q_heads, scale, q,
+                     any_sink_rope ? qs : q, att);
     linear(att.data(), L.wo, T, h, h, tmp.data());
     for (int64_t i = 0; i < T * h; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
     rmsnorm(x.data(), L.ffn_norm, T, h, c_.rms_eps, hn.data());
@@ -245,7 +251,8 @@ std::vector<float> LlamaModel::step(KvBatch& kv,
   rmsnorm(x.data(), out_norm_, T, h, c_.rms_eps, hn.data());
   std::vector<float> logits(static_cast<size_t>(T * c_.vocab));
   linear(hn.data(), c_.tied_embeddings ? embed_ : output_, T, c_.vocab, h, logits.data());
-  for (int32_t s = 0; s < ns; ++s) kv.seqs_[static_cast<size_t>(s)].blocks.release_outside_window(kv.pool_);
+  for (int32_t s = 0; s < ns; ++s)
+    kv.seqs_[static_cast<size_t>(s)].blocks.release_outside_window(kv.pool_);
   return logits;
 }
 

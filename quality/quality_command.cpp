@@ -25,8 +25,9 @@ namespace {
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw ConfigError(path + ": cannot open the text (scripts/fetch_quality_assets.sh fetches "
-                             "Pride and Prejudice into .cache/quality)");
+    throw ConfigError(path +
+                      ": cannot open the text (scripts/fetch_quality_assets.sh fetches "
+                      "Pride and Prejudice into .cache/quality)");
   }
   std::ostringstream s;
   s << in.rdbuf();
@@ -44,8 +45,8 @@ Run add_quality(CLI::App& app) {
       "(SmolLM2-135M-Instruct) and text (Pride and Prejudice) with "
       "scripts/fetch_quality_assets.sh.");
   struct Options {
-    std::string model = std::string(METRONOME_SOURCE_DIR) +
-                        "/.cache/quality/smollm2-135m-instruct-q4_1.gguf";
+    std::string model =
+        std::string(METRONOME_SOURCE_DIR) + "/.cache/quality/smollm2-135m-instruct-q4_1.gguf";
     std::string text = std::string(METRONOME_SOURCE_DIR) + "/.cache/quality/prideprejudice.txt";
     int64_t window = 256, sinks = 4;
     std::vector<std::string> policies;
@@ -60,12 +61,15 @@ Run add_quality(CLI::App& app) {
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "GGUF model file")->capture_default_str();
   cmd->add_option("--text", o->text, "UTF-8 text to score")->capture_default_str();
-  cmd->add_option("--tokens", o->tokens, "Tokens of the text scored, N (default 4096; 2048 --quick)")
+  cmd->add_option("--tokens", o->tokens,
+                  "Tokens of the text scored, N (default 4096; 2048 --quick)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   cmd->add_option("--window", o->window, "W of the default policies full, wW, sSwW")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--sinks", o->sinks, "S of the default sinks + window policy")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--policy", o->policies,
                   "Policies compared instead of the defaults: full, wW or sSwW (e.g. s4w256)");
   cmd->add_option("--grid-windows", o->grid_windows,
@@ -76,38 +80,47 @@ Run add_quality(CLI::App& app) {
   cmd->add_option("--positions", o->positions,
                   "RoPE positions: cache (StreamingLLM: slots in the cache) or original (the "
                   "text's positions)")
-      ->capture_default_str()->check(CLI::IsMember({"cache", "original"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cache", "original"}));
   cmd->add_option("--chunk", o->q.chunk, "Tokens per step when scoring")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_option("--bucket", o->q.bucket, "Tokens per perplexity bucket")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--from", o->from, "Perplexity also over tokens [from, N) (default: W)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--generate", o->generate,
                   "Free-running tokens per policy (default 2W; 0: no generation)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
-  cmd->add_option("--prompt-tokens", o->q.prompt_tokens, "Generation prompt: the text's first tokens")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  cmd->add_option("--prompt-tokens", o->q.prompt_tokens,
+                  "Generation prompt: the text's first tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   cmd->add_option("--temperature", o->q.temperature, "Sampling temperature (0: greedy)")
-      ->capture_default_str()->check(CLI::Range(0.0, 10.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--seed", o->q.seed, "Seed of the sampling")->capture_default_str();
-  cmd->add_option("-j,--threads", o->q.threads, "Threads")->capture_default_str()
+  cmd->add_option("-j,--threads", o->q.threads, "Threads")
+      ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  cmd->add_flag("--quick", o->quick, "N = 2048, the three default policies, no grid (what CI runs)");
+  cmd->add_flag("--quick", o->quick,
+                "N = 2048, the three default policies, no grid (what CI runs)");
   cmd->add_flag("--json", o->json, "JSON on stdout");
   cmd->add_option("--out", o->out, "Also write the JSON to this file");
   return [o]() {
     quality::QualityOptions q = o->q;
     q.tokens = o->tokens > 0 ? o->tokens : o->quick ? 2048 : 4096;
-    q.positions = o->positions == "cache" ? quality::PositionMode::kCache
-                                          : quality::PositionMode::kOriginal;
+    q.positions =
+        o->positions == "cache" ? quality::PositionMode::kCache : quality::PositionMode::kOriginal;
     q.from = o->from > 0 ? o->from : o->window;
     q.generate_tokens = o->generate >= 0 ? o->generate : 2 * o->window;
     if (o->policies.empty()) {
-      q.policies = {quality::parse_policy("full", "--policy"),
-                    quality::parse_policy("w" + std::to_string(o->window), "--window"),
-                    quality::parse_policy("s" + std::to_string(o->sinks) + "w" +
-                                              std::to_string(o->window), "--sinks")};
+      q.policies = {
+          quality::parse_policy("full", "--policy"),
+          quality::parse_policy("w" + std::to_string(o->window), "--window"),
+          quality::parse_policy("s" + std::to_string(o->sinks) + "w" + std::to_string(o->window),
+                                "--sinks")};
     } else {
       for (const auto& p : o->policies) q.policies.push_back(quality::parse_policy(p, "--policy"));
     }
@@ -116,7 +129,8 @@ Run add_quality(CLI::App& app) {
     }
     for (const int64_t w : o->grid_windows) {
       for (const int64_t s : o->grid_sinks) {
-        q.grid.push_back(quality::KvPolicy{quality::policy_name(kv::Window{w, s}), kv::Window{w, s}});
+        q.grid.push_back(
+            quality::KvPolicy{quality::policy_name(kv::Window{w, s}), kv::Window{w, s}});
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -135,14 +149,10 @@ Run add_quality(CLI::App& app) {
     nlohmann::json j = quality::quality_json(r, q);
     j["config"]["model"] = o->model;
     j["config"]["text"] = o->text;
-    j["model"] = {{"name", gguf.string("general.name")},
-                  {"layers", model.config().layers},
-                  {"hidden", model.config().hidden},
-                  {"q_heads", model.config().q_heads},
-                  {"kv_heads", model.config().kv_heads},
-                  {"head_dim", model.config().head_dim},
-                  {"rope_base", model.config().rope_base},
-                  {"context", model.config().context}};
+    j["model"] = {{"name", gguf.string("general.name")},   {"layers", model.config().layers},
+                  {"hidden", model.config().hidden},       {"q_heads", model.config().q_heads},
+                  {"kv_heads", model.config().kv_heads},   {"head_dim", model.config().head_dim},
+                  {"rope_base", model.config().rope_base}, {"context", model.config().context}};
     const std::string dumped = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     if (!o->out.empty()) {
       std::ofstream f(o->out);

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <exception>
-#include <thread>
 #include <cmath>
+#include <exception>
 #include <regex>
 #include <stdexcept>
+#include <thread>
 
 #include "quality/bpe_tokenizer.h"
 #include "quality/llama_model.h"
@@ -138,7 +138,8 @@ double letter_space_share(const std::string& s) {
   return static_cast<double>(n) / static_cast<double>(s.size());
 }
 
-std::vector<PerplexityResult> score_text(const LlamaModel& model, const std::vector<int32_t>& tokens,
+std::vector<PerplexityResult> score_text(const LlamaModel& model,
+                                         const std::vector<int32_t>& tokens,
                                          const std::vector<KvPolicy>& policies,
                                          const QualityOptions& o) {
   std::vector<std::vector<double>> nll(policies.size());
@@ -154,8 +155,10 @@ std::vector<PerplexityResult> score_text(const LlamaModel& model, const std::vec
     r.ppl = mean_ppl(r.nll, 0, n);
     r.ppl_from = mean_ppl(r.nll, static_cast<size_t>(std::max<int64_t>(o.from, 1) - 1), n);
     for (int64_t b = 0; b * o.bucket < static_cast<int64_t>(n) + 1; ++b) {
-      const int64_t first = std::max<int64_t>(b * o.bucket, 1), last = std::min<int64_t>((b + 1) * o.bucket, static_cast<int64_t>(n) + 1);
-      r.bucket_ppl.push_back(mean_ppl(r.nll, static_cast<size_t>(first - 1), static_cast<size_t>(last - 1)));
+      const int64_t first = std::max<int64_t>(b * o.bucket, 1),
+                    last = std::min<int64_t>((b + 1) * o.bucket, static_cast<int64_t>(n) + 1);
+      r.bucket_ppl.push_back(
+          mean_ppl(r.nll, static_cast<size_t>(first - 1), static_cast<size_t>(last - 1)));
     }
     out.push_back(std::move(r));
   }

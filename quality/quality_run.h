@@ -34,20 +34,20 @@ struct QualityOptions {
   int64_t bucket = 64;    // tokens per perplexity bucket
   int64_t from = 256;     // perplexity also reported over tokens [from, N)
   PositionMode positions = PositionMode::kCache;
-  std::vector<KvPolicy> policies;     // the main comparison (perplexity + generation)
-  std::vector<KvPolicy> grid;         // extra policies, perplexity only (W x S grid)
-  int64_t prompt_tokens = 64;         // generation prompt: the text's first tokens
-  int64_t generate_tokens = 512;      // free-running tokens per policy (0: none)
-  double temperature = 0.8;           // 0: greedy
+  std::vector<KvPolicy> policies;  // the main comparison (perplexity + generation)
+  std::vector<KvPolicy> grid;      // extra policies, perplexity only (W x S grid)
+  int64_t prompt_tokens = 64;      // generation prompt: the text's first tokens
+  int64_t generate_tokens = 512;   // free-running tokens per policy (0: none)
+  double temperature = 0.8;        // 0: greedy
   uint64_t seed = 1;
   int threads = 2;
 };
 
 struct PerplexityResult {
   KvPolicy policy;
-  std::vector<double> nll;  // [N - 1]: nll[t - 1] = -log p(token t | tokens before t)
-  double ppl = 0;           // exp(mean nll) over tokens 1..N-1
-  double ppl_from = 0;      // over tokens [from, N)
+  std::vector<double> nll;         // [N - 1]: nll[t - 1] = -log p(token t | tokens before t)
+  double ppl = 0;                  // exp(mean nll) over tokens 1..N-1
+  double ppl_from = 0;             // over tokens [from, N)
   std::vector<double> bucket_ppl;  // bucket b: tokens [b * bucket, (b + 1) * bucket) (token 0
                                    // has no prediction)
 };
@@ -56,8 +56,8 @@ struct GenerationResult {
   KvPolicy policy;
   std::vector<int32_t> tokens;  // generated, after the prompt
   std::string text;
-  double ppl_full = 0;       // perplexity of the generated tokens under the unbounded model
-  double letter_share = 0;   // share of bytes that are ASCII letters or spaces
+  double ppl_full = 0;      // perplexity of the generated tokens under the unbounded model
+  double letter_share = 0;  // share of bytes that are ASCII letters or spaces
 };
 
 struct QualityResult {
@@ -68,7 +68,8 @@ struct QualityResult {
 };
 
 // Scores `tokens` (the first N of the text) under each policy, sequences stepped together.
-std::vector<PerplexityResult> score_text(const LlamaModel& model, const std::vector<int32_t>& tokens,
+std::vector<PerplexityResult> score_text(const LlamaModel& model,
+                                         const std::vector<int32_t>& tokens,
                                          const std::vector<KvPolicy>& policies,
                                          const QualityOptions& o);
 

@@ -83,8 +83,8 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
       }
       double sum = 0;
       for (int64_t j = 0; j < nk; ++j) {
-        const float e = row[j] == -std::numeric_limits<float>::infinity() ? 0.f
-                                                                           : std::exp(row[j] - mx);
+        const float e =
+            row[j] == -std::numeric_limits<float>::infinity() ? 0.f : std::exp(row[j] - mx);
         row[j] = e;
         sum += e;
       }
@@ -95,8 +95,7 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   const RowMatrix O = S * V;
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t hh = 0; hh < group; ++hh) {
-      std::copy_n(O.row(i * group + hh).data(), d,
-                  out + ((t0 + i) * q_heads + g * group + hh) * d);
+      std::copy_n(O.row(i * group + hh).data(), d, out + ((t0 + i) * q_heads + g * group + hh) * d);
     }
   }
 }

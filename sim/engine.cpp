@@ -1,10 +1,10 @@
 #include "sim/engine.h"
 
-#include "sim/cost/pass_shape.h"
-#include "sim/cost/step_time.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "sim/cost/pass_shape.h"
+#include "sim/cost/step_time.h"
 
 namespace metronome {
 namespace {
@@ -769,8 +769,8 @@ double Engine::settled_latency(double observed) const {
   // the sessions and with the step time, a fixed point found by a few substitutions.
   double step = step_now;
   for (int i = 0; i < 8; ++i) {
-    const double grown = batch * (static_cast<double>(live_) + more) /
-                         static_cast<double>(live_) * step / step_now;
+    const double grown =
+        batch * (static_cast<double>(live_) + more) / static_cast<double>(live_) * step / step_now;
     PassShape settled;
     add_chunk(settled, std::max<int64_t>(1, std::llround(grown)), n_in_,
               window_.window + window_.sinks, window_);

@@ -107,7 +107,8 @@ class Engine {
   int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
-  // vllm_v1: vLLM's scheduler owns the steps and the blocks (in pool_); null for the frame scheduler.
+  // vllm_v1: vLLM's scheduler owns the steps and the blocks (in pool_); null for the frame
+  // scheduler.
   std::unique_ptr<VllmScheduler> vllm_;
   VllmScheduler::StepPlan vllm_plan_;  // the running step
 

@@ -17,11 +17,11 @@ namespace metronome {
 
 // Whether the engine serves frames as fast as they are released up to the cliff (service_rate.h).
 struct ServiceCheck {
-  int64_t sessions = 0;     // live at the cliff (peak concurrency of the schedule)
-  int64_t context = 0;      // mean cached tokens per session there: the pool's tokens shared out
-  double period_s = 0;      // frame period
-  double work_s = 0;        // engine time to serve one frame of every session at that context
-  bool keeps_up = true;     // work_s <= period_s
+  int64_t sessions = 0;  // live at the cliff (peak concurrency of the schedule)
+  int64_t context = 0;   // mean cached tokens per session there: the pool's tokens shared out
+  double period_s = 0;   // frame period
+  double work_s = 0;     // engine time to serve one frame of every session at that context
+  bool keeps_up = true;  // work_s <= period_s
   // Callers all at once, unbounded KV: frames served at the service rate, whole blocks. Null
   // otherwise, or when the pool does not fill within the horizon.
   std::optional<double> t_sat_service_limited_s;

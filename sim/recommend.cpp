@@ -12,9 +12,9 @@
 
 #include "sim/capacity.h"
 #include "sim/config_error.h"
-#include "sim/json_file.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/json_file.h"
 #include "sim/report.h"
 
 namespace metronome {
@@ -31,13 +31,15 @@ Scenario cell_scenario(const Scenario& base, int64_t w, int64_t s) {
 double nearest_rank(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(p * static_cast<double>(v.size()))));
+  const auto rank =
+      static_cast<size_t>(std::max(1.0, std::ceil(p * static_cast<double>(v.size()))));
   return v[std::min(rank, v.size()) - 1];
 }
 
 }  // namespace
 
-std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(const std::string& path) {
+std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(
+    const std::string& path) {
   const nlohmann::json j = read_json_file(path, "quality file");
   auto bad = [&](const std::string& what) {
     return ConfigError(path + ": " + what + " (expected the output of metronome quality --json)");
@@ -135,9 +137,9 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
     for (size_t k = 0; k < seeds; ++k) {
       const RunResult& r = runs[i * seeds + k];
       c.n_star.push_back(r.admission.n_star.value_or(static_cast<double>(r.peak_live_sessions)));
-      silent += r.frames_due > 0 ? static_cast<double>(r.frames_silent) /
-                                       static_cast<double>(r.frames_due)
-                                 : 0.0;
+      silent += r.frames_due > 0
+                    ? static_cast<double>(r.frames_silent) / static_cast<double>(r.frames_due)
+                    : 0.0;
       if (!r.admission.flags.empty() || r.first_stall_s) ++c.flagged_runs;
     }
     c.silent_fraction_mean = seeds > 0 ? silent / static_cast<double>(seeds) : 0;
@@ -153,8 +155,8 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
     } else if (spec.max_ppl_ratio && !c.ppl_ratio) {
       c.why_not = "no measured perplexity for this (W, S)";
     } else if (spec.max_ppl_ratio && *c.ppl_ratio > *spec.max_ppl_ratio) {
-      c.why_not = fmt::format("perplexity ratio {:.3f} above {:.3f}", *c.ppl_ratio,
-                              *spec.max_ppl_ratio);
+      c.why_not =
+          fmt::format("perplexity ratio {:.3f} above {:.3f}", *c.ppl_ratio, *spec.max_ppl_ratio);
     } else if (c.flagged_runs > 0) {
       c.why_not = fmt::format("{} of {} runs flagged (stalled, collapsed or missed deadlines)",
                               c.flagged_runs, seeds);
@@ -212,8 +214,8 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
     out += fmt::format(
         "best       W = {}, S = {}: N* {:g} sessions served (median over seeds; p5 {:g}, p95 "
         "{:g}); memory cap {}, deadline cap {}; {:.2f}% of frames silent\n",
-        b.window, b.sinks, b.n_star_median, b.n_star_p5, b.n_star_p95, b.memory_cap,
-        b.deadline_cap, 100 * b.silent_fraction_mean);
+        b.window, b.sinks, b.n_star_median, b.n_star_p5, b.n_star_p95, b.memory_cap, b.deadline_cap,
+        100 * b.silent_fraction_mean);
   } else {
     out += "best       none: no (W, S) meets the quality floor with every run clean\n";
   }
@@ -221,8 +223,7 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
                      "dl cap", "N* med", "silent%", "ppl x", "verdict");
   for (const auto& c : r.cells) {
     out += fmt::format("{:>6} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window, c.sinks,
-                       c.memory_cap, c.deadline_cap, c.n_star_median,
-                       100 * c.silent_fraction_mean,
+                       c.memory_cap, c.deadline_cap, c.n_star_median, 100 * c.silent_fraction_mean,
                        c.ppl_ratio ? fmt::format("{:.3f}", *c.ppl_ratio) : std::string("-"),
                        c.eligible ? "eligible" : c.why_not);
   }

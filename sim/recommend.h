@@ -51,7 +51,8 @@ struct Recommendation {
 Recommendation recommend(const Scenario& base, const RecommendSpec& spec);
 // (W, S) -> ppl_from(W, S) / ppl_from(full attention) from a `metronome quality --json` file;
 // ConfigError naming the file and field when it is not one.
-std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(const std::string& path);
+std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(
+    const std::string& path);
 nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
                               const Recommendation& r);
 std::string recommend_text(const Scenario& base, const Recommendation& r);

@@ -75,29 +75,27 @@ std::string version_string() { return METRONOME_VERSION; }
 
 json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
   json j = {{"num_blocks", p.pool.num_blocks},
-          {"num_blocks_overridden", p.pool.overridden},
-          {"block_size_tokens", s.engine.block_size},
-          {"block_bytes", p.pool.block_bytes},
-          {"kv_bytes_per_token", p.pool.kv_bytes_per_token},
-          {"usable_kv_bytes", p.pool.usable_bytes},
-          {"pool_tokens", p.pool.num_blocks * s.engine.block_size},
-          {"tokens_per_s_per_session", p.tokens_per_s_per_session},
-          {"r_per_s", p.r_per_s},
-          {"rho0", p.rho0},
-          {"sessions", p.sessions},
-          {"peak_concurrent_sessions", p.peak_concurrent_sessions},
-          {"t_sat_continuous_s", opt(p.t_sat_continuous_s)},
-          {"t_sat_blocks_s", opt(p.t_sat_blocks_s)},
-          {"max_blocks_per_session", opt(p.max_blocks_per_session)},
-          {"memory_cap_sessions", opt(p.memory_cap_sessions)}};
+            {"num_blocks_overridden", p.pool.overridden},
+            {"block_size_tokens", s.engine.block_size},
+            {"block_bytes", p.pool.block_bytes},
+            {"kv_bytes_per_token", p.pool.kv_bytes_per_token},
+            {"usable_kv_bytes", p.pool.usable_bytes},
+            {"pool_tokens", p.pool.num_blocks * s.engine.block_size},
+            {"tokens_per_s_per_session", p.tokens_per_s_per_session},
+            {"r_per_s", p.r_per_s},
+            {"rho0", p.rho0},
+            {"sessions", p.sessions},
+            {"peak_concurrent_sessions", p.peak_concurrent_sessions},
+            {"t_sat_continuous_s", opt(p.t_sat_continuous_s)},
+            {"t_sat_blocks_s", opt(p.t_sat_blocks_s)},
+            {"max_blocks_per_session", opt(p.max_blocks_per_session)},
+            {"memory_cap_sessions", opt(p.memory_cap_sessions)}};
   if (p.service) {
     const ServiceCheck& c = *p.service;
-    j["service"] = {{"sessions", c.sessions},
-                    {"context_tokens", c.context},
-                    {"period_s", c.period_s},
-                    {"work_per_period_s", c.work_s},
-                    {"keeps_up", c.keeps_up},
-                    {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
+    j["service"] = {
+        {"sessions", c.sessions}, {"context_tokens", c.context},
+        {"period_s", c.period_s}, {"work_per_period_s", c.work_s},
+        {"keeps_up", c.keeps_up}, {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
   }
   return j;
 }

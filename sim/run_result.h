@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include <string>
 
 #include "sim/latency_histogram.h"
 
@@ -25,9 +24,9 @@ struct AdmissionSummary {
   std::optional<double> n_star, live_p5, live_p95;
   std::optional<double> cap_median, cap_p5, cap_p25, cap_p75, cap_p95;
   std::vector<std::string> flags;
-  bool memory_guard = false;             // callers were refused when their worst case did not fit
-  int64_t rejected_by_memory = 0;        // of sessions_rejected
-  std::optional<int64_t> memory_cap;     // windowed with the guard: pool / per-session bound
+  bool memory_guard = false;          // callers were refused when their worst case did not fit
+  int64_t rejected_by_memory = 0;     // of sessions_rejected
+  std::optional<int64_t> memory_cap;  // windowed with the guard: pool / per-session bound
   int64_t initial_cap = 0, final_cap = 0, max_cap = 0;
   int64_t increases = 0, decreases = 0, control_intervals = 0;
   std::optional<double> first_decrease_s;

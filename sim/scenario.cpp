@@ -114,8 +114,7 @@ EngineConfig parse_engine(JsonSection e) {
   c.exhaustion = e.one_of("exhaustion", c.exhaustion, {"stall", "preempt_recompute"});
   c.max_num_batched_tokens =
       e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
-  c.session_model =
-      e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
+  c.session_model = e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
   c.enable_prefix_caching = e.boolean("enable_prefix_caching", c.enable_prefix_caching);
   c.silence_after_s = e.optional_positive("silence_after_s");
   if (c.silence_after_s && *c.silence_after_s > kMaxSeconds)
@@ -359,12 +358,14 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   top.finish();
   if (s.admission.memory_guard == "on" && s.kv_policy.type != "windowed" &&
       s.workload.duration.type != "fixed") {
-    throw ConfigError(source + ": admission.memory_guard: \"on\" needs a bound on each session's "
+    throw ConfigError(source +
+                      ": admission.memory_guard: \"on\" needs a bound on each session's "
                       "blocks: windowed KV, or unbounded KV with workload.duration.type \"fixed\" "
                       "(random call lengths are unknown at admission); use \"auto\" or \"off\"");
   }
   if (s.engine.scheduler == "vllm_v1" && s.workload.frame_jitter_s > 0) {
-    throw ConfigError(source + ": workload.frame_jitter_s: expected 0 with engine.scheduler "
+    throw ConfigError(source +
+                      ": workload.frame_jitter_s: expected 0 with engine.scheduler "
                       "\"vllm_v1\" (its frames are released on the period grid)");
   }
   check_run_size(s);

@@ -24,11 +24,11 @@ struct EngineConfig {
   // `exhaustion` says what a frame without blocks does. `vllm_v1`: vLLM V1's scheduler, one model
   // iteration per step under a token budget with chunked prefill; it preempts the newest running
   // request when a running one cannot grow and stalls the waiting ones (exhaustion is not used).
-  std::string scheduler = "frame";             // frame | vllm_v1
-  std::string exhaustion = "stall";            // frame: stall | preempt_recompute
-  int64_t max_num_batched_tokens = 8192;       // vllm_v1: tokens computed per step
-  std::string session_model = "resumable";     // vllm_v1: resumable | per_frame_request
-  bool enable_prefix_caching = true;           // vllm_v1: vLLM's default
+  std::string scheduler = "frame";          // frame | vllm_v1
+  std::string exhaustion = "stall";         // frame: stall | preempt_recompute
+  int64_t max_num_batched_tokens = 8192;    // vllm_v1: tokens computed per step
+  std::string session_model = "resumable";  // vllm_v1: resumable | per_frame_request
+  bool enable_prefix_caching = true;        // vllm_v1: vLLM's default
   // The serving layer pads a frame with silence when no output came this long after its release.
   std::optional<double> silence_after_s;  // default: the frame deadline
 };

@@ -24,7 +24,8 @@ double period_work(const Scenario& s, int64_t n, int64_t ctx, const CostModel& c
 
 }  // namespace
 
-ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p, const CostModel& cost) {
+ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
+                           const CostModel& cost) {
   ServiceCheck c;
   const auto& w = s.workload;
   c.sessions = std::max<int64_t>(1, p.peak_concurrent_sessions);

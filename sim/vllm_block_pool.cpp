@@ -21,10 +21,14 @@ VllmBlockPool::VllmBlockPool(int64_t num_gpu_blocks, BlockPool& counts)
 
 void VllmBlockPool::unlink(int64_t b) {
   const size_t i = static_cast<size_t>(b);
-  if (prev_[i] >= 0) next_[static_cast<size_t>(prev_[i])] = next_[i];
-  else head_ = next_[i];
-  if (next_[i] >= 0) prev_[static_cast<size_t>(next_[i])] = prev_[i];
-  else tail_ = prev_[i];
+  if (prev_[i] >= 0)
+    next_[static_cast<size_t>(prev_[i])] = next_[i];
+  else
+    head_ = next_[i];
+  if (next_[i] >= 0)
+    prev_[static_cast<size_t>(next_[i])] = prev_[i];
+  else
+    tail_ = prev_[i];
   prev_[i] = next_[i] = -1;
   queued_[i] = false;
   --free_count_;
@@ -34,8 +38,10 @@ void VllmBlockPool::push_back(int64_t b) {
   const size_t i = static_cast<size_t>(b);
   prev_[i] = tail_;
   next_[i] = -1;
-  if (tail_ >= 0) next_[static_cast<size_t>(tail_)] = b;
-  else head_ = b;
+  if (tail_ >= 0)
+    next_[static_cast<size_t>(tail_)] = b;
+  else
+    head_ = b;
   tail_ = b;
   queued_[i] = true;
   ++free_count_;
@@ -45,8 +51,10 @@ void VllmBlockPool::push_front(int64_t b) {
   const size_t i = static_cast<size_t>(b);
   next_[i] = head_;
   prev_[i] = -1;
-  if (head_ >= 0) prev_[static_cast<size_t>(head_)] = b;
-  else tail_ = b;
+  if (head_ >= 0)
+    prev_[static_cast<size_t>(head_)] = b;
+  else
+    tail_ = b;
   head_ = b;
   queued_[i] = true;
   ++free_count_;

@@ -48,7 +48,7 @@ void VllmScheduler::add_frame(int64_t session, int64_t prompt_tokens, int64_t in
       return;
     case Status::kFinished:
       return;  // the caller hung up
-    default:  // a chunk is in progress: the streaming queue holds this one
+    default:   // a chunk is in progress: the streaming queue holds this one
       r.pending.push_back(chunk);
       return;
   }
@@ -94,10 +94,10 @@ int64_t VllmScheduler::blocks_needed(const Request& r, int64_t tokens, int64_t c
   const bool plain_window = c_.sliding_window > 0 && !keeps_head_;
   if (admission && plain_window) {
     entries = std::min(
-        entries, kv::ceil_div(std::min(c_.sliding_window - 1 + c_.max_num_batched_tokens,
-                                       c_.max_model_len),
-                              c_.block_size) +
-                     1);
+        entries,
+        kv::ceil_div(std::min(c_.sliding_window - 1 + c_.max_num_batched_tokens, c_.max_model_len),
+                     c_.block_size) +
+            1);
   }
   // SlidingWindowManager.get_num_skipped_tokens: computed - sliding_window + 1 tokens are outside
   // the window of the next token, and their blocks need no entry.
@@ -115,7 +115,9 @@ int64_t VllmScheduler::blocks_needed(const Request& r, int64_t tokens, int64_t c
 void VllmScheduler::remove_skipped(Request& r, int64_t computed) {
   if (c_.sliding_window <= 0) return;
   const int64_t bs = c_.block_size;
-  const int64_t head = !keeps_head_ ? 0 : c_.keep_prompt ? kv::ceil_div(r.prompt, bs) : sink_blocks_;
+  const int64_t head = !keeps_head_     ? 0
+                       : c_.keep_prompt ? kv::ceil_div(r.prompt, bs)
+                                        : sink_blocks_;
   const int64_t start = std::max(c_.keep_prompt ? r.prompt : 0, computed - c_.sliding_window + 1);
   const int64_t upto =
       std::min(std::max<int64_t>(0, start) / bs, static_cast<int64_t>(r.table.size()));
@@ -172,7 +174,8 @@ bool VllmScheduler::allocate(int64_t id, int64_t new_tokens, bool admission,
   if (c_.prefix_caching) {
     const int64_t full = std::min(computed + new_tokens, r.num_tokens) / c_.block_size;
     for (int64_t j = r.hashed; j < full; ++j) {
-      if (r.table[static_cast<size_t>(j)] != 0) pool_.insert(hash(r, j), r.table[static_cast<size_t>(j)]);
+      if (r.table[static_cast<size_t>(j)] != 0)
+        pool_.insert(hash(r, j), r.table[static_cast<size_t>(j)]);
     }
     r.hashed = std::max(r.hashed, full);
   }
@@ -280,7 +283,8 @@ VllmScheduler::StepPlan VllmScheduler::schedule() {
   }
 
   // The step's tokens count as computed once it is scheduled (Scheduler._update_after_schedule).
-  for (const Scheduled& s : plan.scheduled) reqs_[static_cast<size_t>(s.session)].computed += s.tokens;
+  for (const Scheduled& s : plan.scheduled)
+    reqs_[static_cast<size_t>(s.session)].computed += s.tokens;
   return plan;
 }
 

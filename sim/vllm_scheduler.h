@@ -1,7 +1,7 @@
 // vLLM V1's scheduler and KV cache manager (version 0.33.0) as a step model: which requests a step
 // schedules and with how many tokens, which blocks each holds, whom it preempts. docs/vllm.md maps
-// every rule to vLLM's source; tests/sim/vllm_conformance_test.cpp replays the cases that vLLM's own
-// code ran (scripts/vllm_peer.sh) and compares step by step.
+// every rule to vLLM's source; tests/sim/vllm_conformance_test.cpp replays the cases that vLLM's
+// own code ran (scripts/vllm_peer.sh) and compares step by step.
 //
 // One request per session. `resumable`: a streaming session whose KV stays between chunks (vLLM's
 // resumable requests); a chunk appends its input and drops the previous chunk's last sampled token,
@@ -39,8 +39,8 @@ struct VllmSchedulerConfig {
   // < 0: full attention. vLLM's sliding_window counts the query itself: a query sees the
   // sliding_window - 1 keys before it (Metronome's W = sliding_window - 1).
   int64_t sliding_window = -1;
-  // > 0 with a window: the first sink_tokens stay (Metronome's sinks; vLLM 0.33.0 cannot pin them in
-  // a streaming session, docs/vllm.md says why). The window then frees the gap between the sink
+  // > 0 with a window: the first sink_tokens stay (Metronome's sinks; vLLM 0.33.0 cannot pin them
+  // in a streaming session, docs/vllm.md says why). The window then frees the gap between the sink
   // blocks and the window, as vLLM's prompt-keeping R-SWA manager does for a fixed prompt.
   int64_t sink_tokens = 0;
   // vLLM's own R-SWA (RSWAManager): the kept head is the request's prompt, which for a streaming
@@ -65,7 +65,7 @@ class VllmScheduler {
     std::vector<Scheduled> scheduled;  // in vLLM's order: running first, then admitted
     std::vector<int64_t> preempted;
     std::vector<int64_t> preempted_blocks;  // blocks each victim gave back
-    std::vector<int64_t> alloc_failed;  // sessions whose allocation returned None
+    std::vector<int64_t> alloc_failed;      // sessions whose allocation returned None
     bool empty() const { return scheduled.empty(); }
   };
   struct FrameDone {
@@ -111,18 +111,18 @@ class VllmScheduler {
   };
   struct Request {
     Status status = Status::kNone;
-    int64_t num_tokens = 0;   // prompt and outputs so far
-    int64_t prompt = 0;       // prompt tokens (a streaming update extends the prompt)
-    int64_t computed = 0;     // tokens whose KV is computed
-    int64_t max_tokens = 0;   // outputs this chunk asks for
-    int64_t outputs = 0;      // sampled in this chunk
+    int64_t num_tokens = 0;      // prompt and outputs so far
+    int64_t prompt = 0;          // prompt tokens (a streaming update extends the prompt)
+    int64_t computed = 0;        // tokens whose KV is computed
+    int64_t max_tokens = 0;      // outputs this chunk asks for
+    int64_t outputs = 0;         // sampled in this chunk
     std::vector<int64_t> table;  // block ids; 0 is the null block (freed by the window)
     int64_t held = 0;            // real blocks: table less the null entries
     int64_t hashed = 0;          // leading full blocks entered in the prefix cache
     uint64_t uid = 0;            // the conversation: its block j's content is the same every frame
-    int64_t frame = -1;       // the frame in progress
-    int64_t history = 0;      // per-frame requests: tokens of the whole conversation so far
-    std::deque<Chunk> pending;  // frames released while one is in progress
+    int64_t frame = -1;          // the frame in progress
+    int64_t history = 0;         // per-frame requests: tokens of the whole conversation so far
+    std::deque<Chunk> pending;   // frames released while one is in progress
   };
 
   int64_t ssize() const { return static_cast<int64_t>(reqs_.size()); }
@@ -134,7 +134,9 @@ class VllmScheduler {
                         const std::vector<int64_t>& hits, bool admission) const;
   void remove_skipped(Request& r, int64_t computed);
   std::vector<int64_t> lookup(const Request& r) const;
-  uint64_t hash(const Request& r, int64_t block) const { return (r.uid << 24) | uint64_t(block + 1); }
+  uint64_t hash(const Request& r, int64_t block) const {
+    return (r.uid << 24) | uint64_t(block + 1);
+  }
   void free_blocks(Request& r);
   void preempt(int64_t id);
   void remove_from_queues(int64_t id);

@@ -4,8 +4,8 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/scenario_options.h"
 #include "sim/first_order.h"
-#include "sim/service_rate.h"
 #include "sim/report.h"
+#include "sim/service_rate.h"
 
 namespace metronome::cli {
 

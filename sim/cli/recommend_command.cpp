@@ -1,7 +1,8 @@
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/scenario_options.h"
@@ -30,7 +31,8 @@ Run add_recommend(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
-  cmd->add_option("--windows", o->windows, "Window sizes W to try, tokens (default 240 480 960 1920)")
+  cmd->add_option("--windows", o->windows,
+                  "Window sizes W to try, tokens (default 240 480 960 1920)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
   cmd->add_option("--sinks", o->sinks, "Sink sizes S to try, tokens (default 0 4 16)")

@@ -8,8 +8,8 @@
 #include "sim/first_order.h"
 #include "sim/output_dir.h"
 #include "sim/output_file.h"
-#include "sim/service_rate.h"
 #include "sim/report.h"
+#include "sim/service_rate.h"
 #include "sim/time_series_writer.h"
 #include "sim/trace_writer.h"
 

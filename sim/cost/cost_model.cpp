@@ -29,7 +29,8 @@ std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
 }
 
 std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
-  if (s.cost_model.type == "fixed") return std::make_unique<FixedCostModel>(s.cost_model.step_overhead_s);
+  if (s.cost_model.type == "fixed")
+    return std::make_unique<FixedCostModel>(s.cost_model.step_overhead_s);
   if (s.cost_model.type == "roofline") {
     return std::make_unique<RooflineCostModel>(s.model, s.gpu, s.cost_model.step_overhead_s);
   }

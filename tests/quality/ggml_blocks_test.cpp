@@ -20,9 +20,9 @@ TEST(HalfToFloat, ClosedForms) {
   EXPECT_EQ(half_to_float(0x3C00), 1.0f);
   EXPECT_EQ(half_to_float(0xC000), -2.0f);
   EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);
-  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);                 // largest normal
-  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));    // smallest subnormal
-  EXPECT_EQ(half_to_float(0x03FF), std::ldexp(1023.0f, -24)); // largest subnormal
+  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);                  // largest normal
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
+  EXPECT_EQ(half_to_float(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
   EXPECT_EQ(half_to_float(0x8000), -0.0f);
   EXPECT_TRUE(std::signbit(half_to_float(0x8000)));
   EXPECT_EQ(half_to_float(0x7C00), std::numeric_limits<float>::infinity());
@@ -43,7 +43,8 @@ TEST(Dequantize, Q4_1IsScaleTimesNibblePlusMin) {
 
 TEST(Dequantize, Q8_0IsScaleTimesSignedByte) {
   auto raw = bytes({0x00, 0x34});  // d = 0.25
-  for (int j = 0; j < 32; ++j) raw.push_back(static_cast<std::byte>(static_cast<int8_t>(j * 8 - 128)));
+  for (int j = 0; j < 32; ++j)
+    raw.push_back(static_cast<std::byte>(static_cast<int8_t>(j * 8 - 128)));
   std::vector<float> out(32);
   dequantize(GgmlType::kQ8_0, raw, out);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(out[j], 0.25f * static_cast<float>(j * 8 - 128)) << j;

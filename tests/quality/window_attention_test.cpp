@@ -74,8 +74,13 @@ struct Fixture {
     }
   }
   kernels::FrameBatch batch() const {
-    return {1, q_start.data(), seq_lens.data(), table.data(), static_cast<int32_t>(table.size()),
-            static_cast<int32_t>(n), seq_lens[0]};
+    return {1,
+            q_start.data(),
+            seq_lens.data(),
+            table.data(),
+            static_cast<int32_t>(table.size()),
+            static_cast<int32_t>(n),
+            seq_lens[0]};
   }
   // Queries rotated at a position per query.
   std::vector<float> queries(PositionMode mode) const {
@@ -158,14 +163,14 @@ TEST_P(WindowAttention, CachePositionsEqualDenseAttentionAtCacheSlots) {
 
 INSTANTIATE_TEST_SUITE_P(
     Windows, WindowAttention,
-    ::testing::Values(std::make_tuple(0, 5, -1, 0),    // prefill, unbounded
-                      std::make_tuple(20, 1, -1, 0),   // decode, unbounded
-                      std::make_tuple(20, 1, 6, 0),    // window only, past the start
-                      std::make_tuple(20, 1, 6, 2),    // sinks left behind
-                      std::make_tuple(3, 9, 6, 2),     // the window passes the sinks mid-frame
-                      std::make_tuple(30, 7, 5, 3),    // a frame wholly past the sinks
-                      std::make_tuple(30, 7, 0, 1),    // W = 0: itself and the sink
-                      std::make_tuple(2, 3, 8, 4)));   // sinks never left behind
+    ::testing::Values(std::make_tuple(0, 5, -1, 0),   // prefill, unbounded
+                      std::make_tuple(20, 1, -1, 0),  // decode, unbounded
+                      std::make_tuple(20, 1, 6, 0),   // window only, past the start
+                      std::make_tuple(20, 1, 6, 2),   // sinks left behind
+                      std::make_tuple(3, 9, 6, 2),    // the window passes the sinks mid-frame
+                      std::make_tuple(30, 7, 5, 3),   // a frame wholly past the sinks
+                      std::make_tuple(30, 7, 0, 1),   // W = 0: itself and the sink
+                      std::make_tuple(2, 3, 8, 4)));  // sinks never left behind
 
 TEST(QueryRopePosition, CacheSlotIsVisibleKeysLessOne) {
   const kv::Window w{256, 4};

@@ -122,7 +122,7 @@ TEST(Admission, AimdRulesOnOneInterval) {
   sig.live = 80;  // departures took the live count under the cap: the cut applies again
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 82);  // 91.8 x 0.9: the cap is kept as a real number
-  sig.frames = 0;  // nothing observed: hold
+  sig.frames = 0;          // nothing observed: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 82);
   sig.frames = 10;
@@ -144,9 +144,12 @@ TEST(Admission, MemoryGuardNeverAdmitsPastTheMemoryCap) {
   for (const char* ctl : {"aimd", "static", "gradient"}) {
     // W = 1920: a memory cap of 106 sessions; AIMD's signal alone admitted 170 and stalled.
     std::vector<std::string> sets = {"kv_policy.window_tokens=1920",
-                                     std::string("admission.type=") + ctl, "admission.cap=500",
-                                     "admission.increase=20", "admission.low_fraction=10",
-                                     "admission.high_fraction=20", "horizon_s=300"};
+                                     std::string("admission.type=") + ctl,
+                                     "admission.cap=500",
+                                     "admission.increase=20",
+                                     "admission.low_fraction=10",
+                                     "admission.high_fraction=20",
+                                     "horizon_s=300"};
     const Scenario s = contrast("windowed", sets);
     const auto p = predict_first_order(s);
     const RunResult r = simulate(s);
@@ -171,9 +174,10 @@ TEST(Admission, MemoryGuardBoundsUnboundedCallsOfKnownLength) {
   const RunResult r = simulate(s);
   EXPECT_FALSE(r.first_stall_s.has_value());
   EXPECT_GT(r.admission.rejected_by_memory, 0);
-  EXPECT_THROW(contrast("unbounded", {"admission.memory_guard=on",
-                                      "workload.duration={\"type\":\"exponential\",\"mean_s\":600}"}),
-               ConfigError);
+  EXPECT_THROW(
+      contrast("unbounded", {"admission.memory_guard=on",
+                             "workload.duration={\"type\":\"exponential\",\"mean_s\":600}"}),
+      ConfigError);
 }
 
 TEST(Admission, GradientLimitsTheWindowedScenarioWithoutStalling) {

@@ -13,9 +13,9 @@ namespace metronome {
 namespace {
 
 Scenario base() {
-  return load_scenario(std::string(METRONOME_SOURCE_DIR) +
-                           "/scenarios/admission/moshi_h200_aimd_windowed.json",
-                       {"horizon_s=200", "workload.arrival.max_sessions=0"});
+  return load_scenario(
+      std::string(METRONOME_SOURCE_DIR) + "/scenarios/admission/moshi_h200_aimd_windowed.json",
+      {"horizon_s=200", "workload.arrival.max_sessions=0"});
 }
 
 RecommendSpec small() {

@@ -28,9 +28,9 @@ TEST(ServiceRate, KeepingUpLeavesTheFirstOrderAlone) {
 TEST(ServiceRate, OverloadedEngineFillsThePoolAtTheServiceRate) {
   for (const int batch : {8, 16}) {
     const Scenario s =
-        testing::moshi(300, "unbounded", {"engine.max_sessions_per_step=" + std::to_string(batch),
-                                          "horizon_s=300",
-                                          "workload.duration={\"type\":\"fixed\",\"seconds\":300}"});
+        testing::moshi(300, "unbounded",
+                       {"engine.max_sessions_per_step=" + std::to_string(batch), "horizon_s=300",
+                        "workload.duration={\"type\":\"fixed\",\"seconds\":300}"});
     const auto p = predict_first_order(s);
     const ServiceCheck c = check_service(s, p, *make_cost_model(s));
     EXPECT_FALSE(c.keeps_up) << batch;

@@ -178,22 +178,22 @@ void engine_matches(const std::string& name, const std::string& arrivals) {
   const json& s0 = c.at("sessions").at(0);
   const double ms = 1e-3;
   const Scenario s = load_scenario(
-      "", {"model=tiny", "gpu=h200", "engine.scheduler=vllm_v1",
-           "engine.block_size=" + c.at("block_size").dump(),
-           "engine.num_blocks=" + c.at("num_gpu_blocks").dump(),
-           "engine.max_num_seqs=" + c.at("max_num_seqs").dump(),
-           "engine.max_num_batched_tokens=" + c.at("max_num_batched_tokens").dump(),
-           "engine.enable_prefix_caching=" + c.at("enable_prefix_caching").dump(),
-           "workload.arrival=" + arrivals,
-           "workload.duration={\"type\":\"fixed\",\"seconds\":" +
-               std::to_string(s0.at("frames").get<int>() * s0.at("period_steps").get<int>() * ms) +
-               "}",
-           "workload.frame_period_s=" + std::to_string(s0.at("period_steps").get<int>() * ms),
-           "workload.prompt_tokens=" + s0.at("prompt_tokens").dump(),
-           "workload.input_tokens_per_frame=" + s0.at("input_tokens").dump(),
-           "workload.output_tokens_per_frame=" + s0.at("output_tokens").dump(),
-           "cost_model.type=fixed", "cost_model.step_overhead_s=0.001",
-           "horizon_s=" + std::to_string(c.at("steps").get<int>() * ms)});
+      "",
+      {"model=tiny", "gpu=h200", "engine.scheduler=vllm_v1",
+       "engine.block_size=" + c.at("block_size").dump(),
+       "engine.num_blocks=" + c.at("num_gpu_blocks").dump(),
+       "engine.max_num_seqs=" + c.at("max_num_seqs").dump(),
+       "engine.max_num_batched_tokens=" + c.at("max_num_batched_tokens").dump(),
+       "engine.enable_prefix_caching=" + c.at("enable_prefix_caching").dump(),
+       "workload.arrival=" + arrivals,
+       "workload.duration={\"type\":\"fixed\",\"seconds\":" +
+           std::to_string(s0.at("frames").get<int>() * s0.at("period_steps").get<int>() * ms) + "}",
+       "workload.frame_period_s=" + std::to_string(s0.at("period_steps").get<int>() * ms),
+       "workload.prompt_tokens=" + s0.at("prompt_tokens").dump(),
+       "workload.input_tokens_per_frame=" + s0.at("input_tokens").dump(),
+       "workload.output_tokens_per_frame=" + s0.at("output_tokens").dump(), "cost_model.type=fixed",
+       "cost_model.step_overhead_s=0.001",
+       "horizon_s=" + std::to_string(c.at("steps").get<int>() * ms)});
   const RunResult r = simulate(s);
   const json& want = g.at("summary");
   EXPECT_EQ(r.frames_served, want.at("frames_done").get<int64_t>()) << name;
@@ -240,12 +240,11 @@ class StepLog : public RunObserver {
 // answered when the last one ends.
 TEST(VllmConformance, LongPromptIsChunkedUnderTheTokenBudget) {
   const Scenario s = load_scenario(
-      "", {"model=moshi", "gpu=h200", "engine.scheduler=vllm_v1",
-           "engine.max_num_batched_tokens=1024",
-           "workload.arrival={\"type\":\"all_at_once\",\"sessions\":1}",
-           "workload.duration={\"type\":\"fixed\",\"seconds\":0.08}", "workload.prompt_tokens=2999",
-           "workload.input_tokens_per_frame=1", "workload.output_tokens_per_frame=1",
-           "horizon_s=1"});
+      "",
+      {"model=moshi", "gpu=h200", "engine.scheduler=vllm_v1", "engine.max_num_batched_tokens=1024",
+       "workload.arrival={\"type\":\"all_at_once\",\"sessions\":1}",
+       "workload.duration={\"type\":\"fixed\",\"seconds\":0.08}", "workload.prompt_tokens=2999",
+       "workload.input_tokens_per_frame=1", "workload.output_tokens_per_frame=1", "horizon_s=1"});
   const auto cost = make_cost_model(s);
   StepLog log;
   Engine engine(s, *cost, &log);
