@@ -147,8 +147,10 @@ def finish(fig, out, name, number, title, cost_labels, note=""):
     return f"figures/{name}.png", caption
 
 
-def plain_log(axis):
-    """Log ticks read as numbers (1, 10, 100, 1000), not 10^k, with unlabelled minor ticks."""
+def plain_log(axis, subs=(1.0,)):
+    """Log ticks read as numbers (1, 10, 100, 1000), not 10^k, with unlabelled minor ticks;
+    subs=(1, 2, 5) labels 1-2-5 steps too, for an axis spanning about one decade."""
+    axis.set_major_locator(mticker.LogLocator(base=10, subs=subs))
     axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(mticker.NullFormatter())
 
@@ -259,7 +261,7 @@ def fig1(d, w, quick):
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, max(hi, deadline_ms * 4) * 3)  # room for the censored row at the top
         deadline_line(ax, deadline_ms, where="left")
-        plain_log(ax.yaxis)
+        plain_log(ax.yaxis, (1.0, 3.0))
         plain_log(ax.xaxis)
         panel(ax, "abcd"[n_ax], w["models"][key]["label"])
         if n_ax % 2 == 0:
@@ -561,8 +563,8 @@ def fig6(d, w, quick):
     top.plot([lo, hi], [lo, hi], "k-", lw=0.5, label="simulated = predicted", zorder=0)
     top.set_xscale("log")
     top.set_yscale("log")
-    plain_log(top.xaxis)
-    plain_log(top.yaxis)
+    plain_log(top.xaxis, (1.0, 2.0, 5.0))
+    plain_log(top.yaxis, (1.0, 2.0, 5.0))
     top.set_xlabel("predicted t_sat, first-order continuous (s)")
     top.set_ylabel("simulated first stall (s)")
     panel(top, "a", "predicted vs simulated")
@@ -570,7 +572,7 @@ def fig6(d, w, quick):
     bot.plot([], [], "kx:", label="whole-block form")
     bot.axhline(0, color="k", lw=0.5)
     bot.set_xscale("log")
-    plain_log(bot.xaxis)
+    plain_log(bot.xaxis, (1.0, 2.0, 5.0))
     bot.set_xlabel("load (callers per second)")
     bot.set_ylabel("(sim. - pred.) / pred. (%)")
     panel(bot, "b", "error by load")
@@ -767,7 +769,7 @@ def fig8(d, w, quick):
     a.text(W + 2, 0.97, " window passes the\n session start", fontsize=MIN_PT, va="top",
            transform=a.get_xaxis_transform())
     a.set_yscale("log")
-    plain_log(a.yaxis)
+    plain_log(a.yaxis, (1.0, 2.0, 5.0))
     a.set_xlabel("token position in the text")
     a.set_ylabel(f"perplexity per {bucket} tokens")
     panel(a, "a", "perplexity along the text")
