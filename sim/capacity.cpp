@@ -8,6 +8,7 @@
 
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {
@@ -60,7 +61,7 @@ double default_probe_s(const Scenario& s) {
 }
 
 CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s,
-                                int phase_draws) {
+                                int phase_draws, Progress* progress) {
   if (probe_s <= 0) probe_s = default_probe_s(s);
   CapacityReport c;
   c.fraction = fraction;
@@ -79,9 +80,14 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     c.memory_cap = pred.pool.num_blocks / blocks;
   }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
+  auto probe = [&](const Scenario& sc, int64_t n, bool random) {
+    const bool ok = meets_deadline(sc, n, fraction, probe_s, random);
+    if (progress) progress->add();
+    return ok;
+  };
   auto search = [&](const Scenario& sc, bool random) {
     int64_t lo = 0, hi = 1;
-    while (hi <= (int64_t{1} << 20) && meets_deadline(sc, hi, fraction, probe_s, random)) {
+    while (hi <= (int64_t{1} << 20) && probe(sc, hi, random)) {
       ++c.probes;
       lo = hi;
       hi *= 2;
@@ -90,7 +96,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
       ++c.probes;
-      (meets_deadline(sc, mid, fraction, probe_s, random) ? lo : hi) = mid;
+      (probe(sc, mid, random) ? lo : hi) = mid;
     }
     return lo;
   };

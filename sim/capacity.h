@@ -21,6 +21,8 @@
 
 namespace metronome {
 
+class Progress;
+
 struct CapacityReport {
   int64_t memory_cap = 0;
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
@@ -41,8 +43,9 @@ struct CapacityReport {
 // probe_s <= 0: long enough to reach steady state (windowed: twice the time to fill S + W;
 // unbounded: the call length within the horizon, where per-frame cost is largest).
 double default_probe_s(const Scenario& s);
+// progress (may be null) counts the probes; their number is not known in advance.
 CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s = 0,
-                                int phase_draws = 1);
+                                int phase_draws = 1, Progress* progress = nullptr);
 nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c);
 std::string capacity_text(const Scenario& s, const CapacityReport& c);
 

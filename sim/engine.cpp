@@ -612,6 +612,7 @@ void Engine::sample_until(Time t) {
       const int64_t cap = admission_->cap();
       x.admission_cap = cap == kNoCap ? -1 : cap;
       x.sessions_rejected = interval_rejected_;
+      x.admission_signal_s = last_signal_s_;
       observer_->on_sample(x);
     }
     if (2 * at >= horizon_) {  // the steady state N* and the missed-deadline flag are read over
@@ -682,6 +683,7 @@ void Engine::on_control(Time now) {
   sig.latency_s = control_hist_.percentile(scenario_.admission.quantile);
   sig.live = live_;
   sig.settled_latency_s = settled_latency(sig.latency_s);
+  last_signal_s_ = sig.latency_s;
   const int64_t before = admission_->cap();
   admission_->on_interval(sig);
   const int64_t after = admission_->cap();

@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include "sim/capacity.h"
@@ -15,6 +13,7 @@
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/json_file.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {
@@ -86,7 +85,9 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
   const size_t tasks = n * (1 + seeds);
   std::vector<RunResult> runs(n * seeds);
   std::vector<int64_t> deadline_caps(n);
-  std::atomic<size_t> next{0}, done{0};
+  std::atomic<size_t> next{0};
+  const auto progress =
+      spec.progress ? stderr_progress("recommend", static_cast<int64_t>(tasks), "tasks") : nullptr;
   const double fraction = spec.fraction > 0 ? spec.fraction : base.admission.high_fraction;
   auto work = [&]() {
     for (size_t t; (t = next++) < tasks;) {
@@ -99,33 +100,14 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
         run.seed = base.seed + (k - 1);
         runs[cell * seeds + (k - 1)] = simulate(run);
       }
-      ++done;
+      if (progress) progress->add();
     }
   };
   std::vector<std::thread> pool;
   for (int j = 1; j < std::max(1, spec.jobs); ++j) pool.emplace_back(work);
-  if (spec.progress) {
-    // The calling thread reports progress while the workers run, then joins in the work.
-    std::thread reporter([&]() {
-      const auto start = std::chrono::steady_clock::now();
-      double last = -10;
-      while (done < tasks) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        const double el =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (el - last >= 5 || done == tasks) {
-          last = el;
-          std::cerr << fmt::format("recommend: {} of {} runs, {:.0f} s\n", done.load(), tasks, el);
-        }
-      }
-    });
-    work();
-    for (auto& t : pool) t.join();
-    reporter.join();
-  } else {
-    work();
-    for (auto& t : pool) t.join();
-  }
+  work();
+  for (auto& t : pool) t.join();
+  if (progress) progress->finish();
 
   for (size_t i = 0; i < n; ++i) {
     RecommendCell& c = out.cells[i];

@@ -5,6 +5,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/option_checks.h"
 #include "sim/cli/scenario_options.h"
+#include "sim/progress.h"
 
 namespace metronome::cli {
 
@@ -39,7 +40,9 @@ Run add_capacity(CLI::App& app) {
   return [o]() {
     const Scenario s = o->scenario.load();
     const double f = o->fraction > 0 ? o->fraction : s.admission.high_fraction;
-    const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws);
+    const auto progress = stderr_progress("capacity", 0, "probes");
+    const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws, progress.get());
+    if (progress) progress->finish();
     if (o->scenario.json) {
       std::cout << capacity_json(s, c).dump(2) << "\n";
     } else {

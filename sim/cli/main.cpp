@@ -2,11 +2,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "sim/cli/commands.h"
 #include "sim/config_error.h"
 #include "sim/output_file.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 
 int main(int argc, char** argv) {
@@ -38,6 +40,14 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommands({}).back();
   commands.emplace_back(nullptr, cli::add_quality(app));
   commands.back().first = app.get_subcommands({}).back();
+  // --quiet on every command (and its subcommands): no progress lines on stderr.
+  const std::function<void(CLI::App&)> add_quiet = [&](CLI::App& a) {
+    a.add_flag_callback(
+        "--quiet", [] { set_progress_quiet(true); },
+        "No progress on stderr (long work otherwise shows its rate and ETA)");
+    for (CLI::App* sub : a.get_subcommands({})) add_quiet(*sub);
+  };
+  add_quiet(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
