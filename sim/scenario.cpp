@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -258,6 +259,35 @@ WorkloadConfig parse_workload(JsonSection w) {
   c.frame_jitter_s = w.non_negative("frame_jitter_s", c.frame_jitter_s);
   if (c.frame_jitter_s >= c.frame_period_s) {
     w.fail("frame_jitter_s", "less than frame_period_s (frames stay in order)");
+  }
+  // The rate as users state it: KV tokens per second per session, the other way of giving
+  // kv_tokens_per_frame (= rate x frame_period_s). Given both, they must agree.
+  if (w.has("tokens_per_s_per_session")) {
+    const double rate = w.in_range("tokens_per_s_per_session", std::nullopt, 0, 1e9);
+    const double per_frame = rate * c.frame_period_s;
+    const double whole = std::round(per_frame);
+    if (c.kv_tokens_per_frame) {
+      if (std::fabs(per_frame - static_cast<double>(*c.kv_tokens_per_frame)) >
+          1e-9 * std::max(1.0, per_frame)) {
+        w.fail(
+            "tokens_per_s_per_session",
+            fmt::format("kv_tokens_per_frame / frame_period_s = {} / {} = {:.6g} (both are given "
+                        "and disagree: give one of the two, e.g. --set "
+                        "workload.kv_tokens_per_frame=null)",
+                        *c.kv_tokens_per_frame, c.frame_period_s,
+                        static_cast<double>(*c.kv_tokens_per_frame) / c.frame_period_s));
+      }
+    } else if (std::fabs(per_frame - whole) > 1e-9 * std::max(1.0, per_frame) ||
+               whole > 2'000'000) {
+      w.fail("tokens_per_s_per_session",
+             fmt::format("a whole number of tokens per frame (x frame_period_s {} = {:.6g}; a "
+                         "session's KV grows by whole tokens per frame)",
+                         c.frame_period_s, per_frame));
+    } else {
+      c.kv_tokens_per_frame = static_cast<int64_t>(whole);
+    }
+  } else {
+    w.raw("tokens_per_s_per_session");
   }
   w.finish();
   return c;

@@ -22,7 +22,11 @@ std::string suggestions(CLI::App& app, int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("-", 0) != 0) {
       if (!leading) continue;  // an option's value
-      if (CLI::App* sub = cmd->get_subcommand_no_throw(arg)) {
+      CLI::App* sub = nullptr;
+      for (CLI::App* c : cmd->get_subcommands({})) {
+        if (c->check_name(arg)) sub = c;
+      }
+      if (sub) {
         cmd = sub;
         continue;
       }

@@ -17,7 +17,8 @@ namespace metronome {
 namespace {
 
 std::string config(const std::string& name) {
-  return "hf:" + std::string(METRONOME_SOURCE_DIR) + "/tests/sim/hf_configs/" + name + "/config.json";
+  return "hf:" + std::string(METRONOME_SOURCE_DIR) + "/tests/sim/hf_configs/" + name +
+         "/config.json";
 }
 
 Scenario load(const std::string& name, std::vector<std::string> extra = {}) {
@@ -100,14 +101,17 @@ TEST(HfConfigShapes, SlidingWindowIsReportedNotApplied) {
   for (const auto& n : s.model.notes) said = said || n.find("sliding_window 4096 on all 32") == 0;
   EXPECT_TRUE(said);
   // Applied by hand as the note says, the pool bounds each session.
-  const Scenario w = load("mistral-7b-v0.1", {"kv_policy.type=windowed", "kv_policy.window_tokens=4096"});
+  const Scenario w =
+      load("mistral-7b-v0.1", {"kv_policy.type=windowed", "kv_policy.window_tokens=4096"});
   EXPECT_GT(max_blocks_per_session(w), 4096 / 16);
 }
 
 TEST(HfConfigShapes, OverridesAfterTheSwapWhateverTheirOrder) {
   // fp8 KV given before the swap used to vanish with the replaced description.
-  const Scenario before = load_scenario("", {"model.kv_bytes_per_element=1", "model=" + config("llama-3.1-8b")});
-  const Scenario after = load_scenario("", {"model=" + config("llama-3.1-8b"), "model.kv_bytes_per_element=1"});
+  const Scenario before =
+      load_scenario("", {"model.kv_bytes_per_element=1", "model=" + config("llama-3.1-8b")});
+  const Scenario after =
+      load_scenario("", {"model=" + config("llama-3.1-8b"), "model.kv_bytes_per_element=1"});
   EXPECT_EQ(before.model.kv_bytes_per_element, 1);
   EXPECT_EQ(size_pool(before).num_blocks, size_pool(after).num_blocks);
   EXPECT_EQ(size_pool(before).num_blocks, hand_blocks(2 * 8'030'261'248.0, 2 * 32 * 8 * 128));
@@ -126,13 +130,15 @@ TEST(HfConfigShapes, BadConfigsNameTheFileAndField) {
     std::ofstream(dir / name) << text;
     return (dir / name).string();
   };
-  const std::string no_layers = write("no_layers.json", R"({"hidden_size": 64, "num_attention_heads": 4,
+  const std::string no_layers =
+      write("no_layers.json", R"({"hidden_size": 64, "num_attention_heads": 4,
     "intermediate_size": 128, "vocab_size": 100})");
   try {
     load_scenario("", {"model=hf:" + no_layers});
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(no_layers + ": num_hidden_layers: expected"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(no_layers + ": num_hidden_layers: expected"),
+              std::string::npos)
         << e.what();
   }
   const std::string quant = write("quant.json", R"({"num_hidden_layers": 2, "hidden_size": 64,
@@ -140,7 +146,8 @@ TEST(HfConfigShapes, BadConfigsNameTheFileAndField) {
     "quantization_config": {"quant_method": "awq"}})");
   EXPECT_THROW(load_scenario("", {"model=hf:" + quant}), ConfigError);
   // A metronome model file given by path: its bad field is reported against that file.
-  const std::string bad = write("bad_model.json", R"({"layers": -1, "hidden_size": 64, "attention_heads": 4,
+  const std::string bad =
+      write("bad_model.json", R"({"layers": -1, "hidden_size": 64, "attention_heads": 4,
     "kv_heads": 4, "head_dim": 16, "weight_bytes": 1e6})");
   try {
     load_scenario("", {"model=" + bad});
