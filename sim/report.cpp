@@ -148,6 +148,21 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
       s.kv_policy.type == "windowed"
           ? fmt::format("windowed W={} S={}", s.kv_policy.window_tokens, s.kv_policy.sink_tokens)
           : std::string("unbounded"));
+  if (!s.model.loaded_from.empty() || !s.model.notes.empty()) {
+    // A model given by path: what was read and what was derived, so the user can check it.
+    const auto& m = s.model;
+    o << fmt::format(
+        "model      {}{}: {} layers, hidden {}, {} heads ({} KV) x {}, FFN {}{}, vocab {}, {:.2f} "
+        "GB "
+        "of weights\n",
+        m.name, m.loaded_from.empty() ? "" : " from " + m.loaded_from, m.layers, m.hidden_size,
+        m.attention_heads, m.kv_heads, m.head_dim, m.ffn_size,
+        m.moe() ? fmt::format(", {} experts of {} (top {})", m.experts, m.expert_ffn_size,
+                              m.experts_active)
+                : std::string(),
+        m.vocab_size, m.weight_bytes / 1e9);
+    for (const auto& n : m.notes) o << "  derived  " << n << "\n";
+  }
   o << fmt::format(
       "pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
       p.pool.num_blocks, s.engine.block_size, p.pool.num_blocks * s.engine.block_size,
