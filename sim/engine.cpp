@@ -380,6 +380,7 @@ int64_t Engine::choose_batch(Time now) {
     const bool from_ready = !ready_.empty() && ready_.front().release <= now;
     const bool from_blocked = cursor < blocked_.size();
     if (!from_ready && !from_blocked) break;
+    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
     Ticket t;
     if (from_blocked && (!from_ready || earlier(blocked_[cursor], ready_.front()))) {
       t = blocked_[cursor];
@@ -419,8 +420,9 @@ int64_t Engine::choose_batch(Time now) {
 // history to recompute after a preemption) over its cached visible keys, then decodes.
 double Engine::pass_seconds() const {
   FramePasses passes;
-  for (const Ticket& t : batch_) {
-    const Session& s = sessions_[t.id];
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
+    const Session& s = sessions_[batch_[i].id];
     const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
     const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
     passes.add(s.count, q, cached, n_out_, window_);
@@ -514,7 +516,9 @@ void Engine::on_step_done(Time now) {
   ++control_steps_;
   control_frames_ += batch_members_;
   if (vllm_) vllm_step_done(now);
-  for (const Ticket& t : batch_) {
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
+    const Ticket& t = batch_[i];
     Session& s = sessions_[t.id];
     if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;

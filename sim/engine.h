@@ -76,6 +76,14 @@ class Engine {
   bool valid(const Ticket& t) const {
     return incarnation_[t.id] == t.incarnation && sessions_[t.id].state != Session::State::kGone;
   }
+  // Sessions are visited in release order, which is random in their slots: with many live sessions
+  // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead.
+  static constexpr size_t kAhead = 8;
+  void prefetch(int64_t id) const {
+    __builtin_prefetch(&sessions_[id]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&sessions_[id]) + 64);
+    __builtin_prefetch(&incarnation_[id]);
+  }
   void purge_ready_front() {
     while (!ready_.empty() && !valid(ready_.front())) ready_.pop_front();
   }
