@@ -187,7 +187,7 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
   o << fmt::format("cost model {}\n", cost_label);
   o << fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
                    r.crashed() ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
-                             : std::string("no stall"));
+                               : std::string("no stall"));
   if (r.first_stall_s) {
     auto err = [&](const std::optional<double>& pred) {
       return pred && *pred > 0 ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred)
