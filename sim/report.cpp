@@ -104,7 +104,7 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
               const std::string& cost_label) {
   const double deadline = s.workload.deadline();
   json result = {
-      {"crashed", r.crashed},
+      {"crashed", r.crashed()},
       {"first_stall_s", opt(r.first_stall_s)},
       {"first_preempt_s", opt(r.first_preempt_s)},
       {"t_sat_error_vs_blocks", opt(relative_error(r.first_stall_s, p.t_sat_blocks_s))},
@@ -201,8 +201,8 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
   o << prediction_text(s, p);
   o << fmt::format("cost model {}\n", cost_label);
   o << fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
-                   r.crashed ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
-                             : std::string("no stall"));
+                   r.crashed() ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
+                               : std::string("no stall"));
   if (r.first_stall_s) {
     auto err = [&](const std::optional<double>& pred) {
       return pred && *pred > 0 ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred)

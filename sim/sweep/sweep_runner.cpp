@@ -54,7 +54,7 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
   row["seed"] = s.seed;
   const auto values = spec.values_of(spec.point_of(run));
   for (size_t i = 0; i < spec.axes.size(); ++i) row[axis_column(spec.axes[i])] = values[i];
-  row["crashed"] = r.crashed;
+  row["crashed"] = r.crashed();
   row["first_stall_s"] = opt(r.first_stall_s);
   row["t_sat_predicted_s"] = opt(p.t_sat_blocks_s);
   row["sessions_arrived"] = r.sessions_arrived;
