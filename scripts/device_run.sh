@@ -118,10 +118,11 @@ env_log() {
              "nvcc --version" "cmake --version" "ninja --version" "g++ --version" "ldd --version" \
              "compute-sanitizer --version" "ncu --version" "python3 --version" \
              "python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__, torch.cuda.is_available() and torch.cuda.get_device_name(0))'"; do
-      echo "\$ $c"; timeout 20 bash -c "$c" 2>&1 | head -20; echo
+      echo "\$ $c"; timeout 10 bash -c "$c" 2>&1 | head -20; echo
     done
     echo "\$ libcublas"; ldconfig -p 2>/dev/null | grep -i cublas
-    find /usr/local/cuda*/ /usr/lib /opt -name 'libcublas.so*' 2>/dev/null | head
+    find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt -maxdepth 6 -name 'libcublas.so*' 2>/dev/null | head
+    python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__))' 2>/dev/null
     echo; echo "\$ libstdc++ provides"; for l in $(ldconfig -p | awk '/libstdc\+\+\.so\.6 /{print $NF}'); do
       echo "$l: $(grep -ao 'GLIBCXX_[0-9.]*' "$l" | sort -Vu | tail -1)"; done
     echo; echo "\$ carried shared libraries need ($deps/usr/NEEDS.txt)"; cat "$deps/usr/NEEDS.txt" 2>&1
@@ -263,7 +264,7 @@ replay() {
 export -f env_log configure build_all gpu_tests memcheck kernels torch_cmp calib calib_torch fit replay
 export MODELS="${models[*]}" TORCH_MODELS="${torch_models[*]}" HORIZON="${horizon[*]}"
 
-stage env 30 env_log
+stage env 45 env_log
 stage configure 90 configure
 stage build 300 build_all
 if [[ -x $gpu_bin && -x $build/tests/kernels/kernels_gpu_test ]]; then

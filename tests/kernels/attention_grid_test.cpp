@@ -62,7 +62,8 @@ TEST(AttentionGrid, FusedQkvStridesUnderEveryWindow) {
 
 TEST(AttentionGrid, NamesAreUnique) {
   std::set<std::string> names;
-  for (const AttentionCase& c : attention_grid()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
+  for (const AttentionCase& c : attention_grid())
+    EXPECT_TRUE(names.insert(c.name).second) << c.name;
 }
 
 // The per-row error sees one wrong row that the whole-output L2 dilutes.

@@ -176,7 +176,7 @@ inline std::vector<float> dense_masked_attention(const Frame& f) {
       // Dense K/V of this session: history from cache_before's blocks (released ones are never
       // visible, so zeros stand in), new tokens from k_new/v_new.
       std::vector<float> k(static_cast<size_t>(nk) * d, 0.f), v = k, q(size_t(nq) * d),
-          out(size_t(nq) * d);
+                                                              out(size_t(nq) * d);
       for (int32_t p = 0; p < nk; ++p) {
         const float* ks;
         const float* vs;
