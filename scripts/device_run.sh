@@ -16,9 +16,10 @@
 #   torch        kernels/bench/sdpa_compare.py: SDPA (backend probed and logged) and FlexAttention
 #                (sinks + window block mask) on the shapes the kernel bench timed
 #   calib        metronome_calibrate_bench --backend gpu, grid gpu-quick: tiny, qwen2.5-omni-7b, moshi
-#   calib_torch  calibrate/torch/torch_bench.py, grid gpu-quick: qwen2.5-omni-7b, moshi
-#   fit          metronome-gpu calibrate fit of each, and of ours + PyTorch's (the faster per shape)
+#   fit          metronome-gpu calibrate fit of each benchmark JSON (held-out every 4th point)
 #   replay       metronome-gpu replay --backend gpu of scenarios/replay/*.json with tiny's GPU fit
+#   calib_torch  calibrate/torch/torch_bench.py, grid gpu-quick: qwen2.5-omni-7b, moshi
+#   fit_all      the fits again with PyTorch's, and of ours + PyTorch's (the faster per shape)
 # After every stage the results folder (out/device_run/) is packed again into
 # $OUT/device_results.tar.gz and its stage table copied to $OUT/summary.txt: a run stopped at its
 # limit still returns what finished. Nothing else goes to $OUT (2 files, flat).
@@ -183,7 +184,7 @@ torch_cmp() {
   STAGE=torch
   [[ -s $res/bench.json ]] || printf '{"device": null, "copy_gbps": 0, "rows": [], "note": "no kernel timings"}\n' >"$res/bench.json"
   python3 "$root/kernels/bench/sdpa_compare.py" --bench "$res/bench.json" --json "$res/torch_attention.json" \
-    --results "$res/results.json" --table "$res/results.txt" --flex-limit-s 60
+    --results "$res/results.json" --table "$res/results.txt" --flex-limit-s 30
   rc=$?
   ((rc == 3)) && note "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["note"])' "$res/torch_attention.json" 2>/dev/null)"
   return "$rc"
@@ -271,11 +272,14 @@ if [[ -x $gpu_bin && -x $build/tests/kernels/kernels_gpu_test ]]; then
   stage tests 60 gpu_tests
   stage memcheck 45 memcheck
   stage kernels 90 kernels
-  stage torch 90 torch_cmp
+  stage torch 100 torch_cmp
+  # Ours, its fits and the GPU replay before PyTorch's grids: if the budget runs out, the replay
+  # (which needs tiny's GPU fit) is not what is lost. fit_all refits with PyTorch's benchmarks.
   stage calib 120 calib
-  stage calib_torch 90 calib_torch
   stage fit 30 fit
   stage replay 60 replay
+  stage calib_torch 90 calib_torch
+  stage fit_all 30 fit
 else
   printf '%-12s %6s %6s  %s\n' rest - 0 "not run: the build did not produce the binaries" >>"$summary"
   failed=1
