@@ -59,8 +59,9 @@ OUT=$out scripts/hide_dev_packages.sh scripts/device_run.sh --dry-run --budget "
 [[ -f $out/device_results.tar.gz && -f $out/summary.txt ]] || fail "no results tarball or summary under \$OUT"
 n=$(find "$out" -type f | wc -l)
 ((n <= 8)) || fail "$n files under \$OUT (the device tool returns 8)"
+listing=$(tar -tzf "$out/device_results.tar.gz")
 for s in env configure build tests memcheck kernels torch calib fit replay calib_torch fit_all; do
-  tar -tzf "$out/device_results.tar.gz" | grep -qx "device_run/logs/$s.log" || fail "no logs/$s.log in the tarball"
+  grep -qx "device_run/logs/$s.log" <<<"$listing" || fail "no logs/$s.log in the tarball"
 done
 ((rc == 0)) || { cat "$out/summary.txt" >&2; fail "device_run.sh --dry-run exited $rc"; }
 echo "device_dry_run: ok in $(($(date +%s) - t0)) s" >&2

@@ -174,7 +174,7 @@ memcheck() {
 kernels() {
   STAGE=kernels
   quick=(); ((dry)) && quick=(--quick)
-  "$build/metronome_kernel_bench" "${quick[@]}" --json "$res/bench.json" | tee "$res/kernel_table.txt"
+  "$build/kernels/metronome_kernel_bench" "${quick[@]}" --json "$res/bench.json" | tee "$res/kernel_table.txt"
   rc=${PIPESTATUS[0]}
   ((rc == 2)) && { note "no CUDA device: nothing timed"; return 3; }
   return "$rc"
@@ -196,7 +196,7 @@ calib() {
   for m in $MODELS; do
     # A share of the stage's limit each, so one slow model leaves the next its time.
     lim=45; [[ $m == tiny ]] && lim=25
-    timeout "$lim" "$build/metronome_calibrate_bench" --model "$m" --backend "$backend" --grid "$grid" \
+    timeout "$lim" "$build/calibrate/metronome_calibrate_bench" --model "$m" --backend "$backend" --grid "$grid" \
       --out "$res/bench_${m}_${backend}.json" --benchmark_counters_tabular=false
     rc=$?
     ((rc == 2)) && { note "no GPU: nothing timed"; return 3; }
@@ -251,7 +251,7 @@ replay() {
     "$gpu_bin" replay --backend gpu --scenario "$s" --calibration "$cal" --out "$res/replay/$n" $HORIZON
     rc=$?
     if ((rc == 3)); then
-      note "no GPU: the gpu backend refused (exit 3)"
+      [[ -f $res/logs/replay.note ]] || note "no GPU: the gpu backend refused (exit 3); ran the cpu backend"
       # The same scenarios on the CPU backend, so the command line and outputs are exercised.
       "$gpu_bin" replay --backend cpu --scenario "$s" --calibration "$cal" --out "$res/replay/${n}_cpu" $HORIZON || st=1
       continue

@@ -82,4 +82,4 @@ cp -r "$sys/usr/src/googletest" "$dir/googletest"
 rm -rf "$dir/googletest/googletest/test" "$dir/googletest/googlemock/test" "$dir/googletest/googletest/docs" \
        "$dir/googletest/docs"
 echo "pack_device_deps: $(du -sh "$dir/usr" | cut -f1) in $dir/usr, $(du -sh "$dir/googletest" | cut -f1) in" \
-     "$dir/googletest; carry $dir: run(carry=[\"$dir\"], command=\"scripts/device_run.sh\", timeout_s=540)"
+     "$dir/googletest; carry $dir: run(carry=[\"$dir\"], command=\"scripts/device_run.sh\", timeout_s=570)"
