@@ -935,10 +935,10 @@ def report(d, w, quick, figs, started):
         idx = next(i for i, p in enumerate(points) if p["grid.kv_policy.window_tokens"] == wt
                    and p["grid.kv_policy.sink_tokens"] == st)
         cap = f"fig7/window_sink/W{wt}_S{st}.capacity.json#/capacity/"
-        t.row(f"Moshi AIMD N* across seeds, W = {wt}, S = {st}: median (min-max); runs flagged "
+        t.row(f"Moshi AIMD N* across seeds, W = {wt}, S = {st}: median (min to max); runs flagged "
               "of runs; memory cap; deadline cap evenly spread; at random phases, median "
               "(min-max) of draws", "-",
-              "{:g} ({:g}-{:g}); {} of {}; {}; {}; {} ({}-{})",
+              "{:g} ({:g} to {:g}); {} of {}; {}; {}; {} ({} to {})",
               [f"{agg}#/{idx}/n_star_median", f"{agg}#/{idx}/n_star_min",
                f"{agg}#/{idx}/n_star_max", f"{agg}#/{idx}/admission_flagged_runs",
                f"{agg}#/{idx}/runs", cap + "memory_cap_sessions", cap + "deadline_cap_sessions",

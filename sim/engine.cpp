@@ -505,7 +505,7 @@ void Engine::vllm_start_step(Time now) {
 void Engine::vllm_step_done(Time now) {
   for (const VllmScheduler::FrameDone& d : vllm_->update_from_output(vllm_plan_)) {
     Session& s = sessions_[d.session];
-    ledger_.serve(now - (s.arrival + d.frame * period_), s.count);
+    ledger_.serve(s.arrival + d.frame * period_, now - (s.arrival + d.frame * period_), s.count);
     ++s.next_frame;
   }
 }
@@ -528,7 +528,7 @@ void Engine::on_step_done(Time now) {
     s.held = keep;
     result_.max_resident_blocks_per_session =
         std::max(result_.max_resident_blocks_per_session, keep);
-    ledger_.serve(now - s.next_release, s.count);
+    ledger_.serve(s.arrival + s.next_frame * period_, now - s.next_release, s.count);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
       s.next_release = release_time(s, s.next_frame);

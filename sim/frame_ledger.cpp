@@ -15,10 +15,43 @@ FrameLedger::FrameLedger(const Scenario& s, RunResult& result, RunObserver* obse
       sample_period_(std::max<Time>(1, from_seconds(s.output.sample_period_s))),
       n_out_(s.workload.output_tokens_per_frame),
       control_on_(control_on),
-      next_sample_(sample_period_) {}
+      next_sample_(sample_period_),
+      ahead_served_(static_cast<size_t>(silence_after_ / sample_period_ + 2), 0),
+      ahead_on_time_(ahead_served_.size(), 0),
+      ahead_due_(ahead_served_.size(), 0),
+      ahead_lost_(ahead_served_.size(), 0) {}
+
+// The ring slot of the interval holding a deadline at or after the current interval's start.
+size_t FrameLedger::ahead_of(Time silence_deadline) const {
+  const Time past = silence_deadline - next_sample_;
+  const size_t ahead =
+      past <= 0 ? 0 : static_cast<size_t>((past + sample_period_ - 1) / sample_period_);
+  return (ahead_head_ + std::min(ahead, ahead_served_.size() - 1)) % ahead_served_.size();
+}
+
+void FrameLedger::by_deadline(Time silence_deadline, Time latency, int64_t count) {
+  // A deadline in an interval already sampled: that sample counted the frame silent.
+  if (silence_deadline <= next_sample_ - sample_period_) return;
+  const size_t k = ahead_of(silence_deadline);
+  ahead_served_[k] += count;
+  if (latency <= deadline_) ahead_on_time_[k] += count;
+}
 
 void FrameLedger::depart(const Session& s) {
   count_unserved(s, s.frames_total);
+  if (observer_) {
+    for (int64_t f = s.frames_total - 1; f >= 0; --f) {
+      const Time d = s.arrival + f * period_ + silence_after_;
+      if (d <= next_sample_) break;
+      const size_t k = ahead_of(d);
+      ahead_due_[k] += s.count;
+      pending_due_ += s.count;
+      if (f >= s.next_frame) {
+        ahead_lost_[k] += s.count;
+        pending_lost_ += s.count;
+      }
+    }
+  }
   departed_due_ += s.frames_total * s.count;
   late_or_lost_ += std::max<int64_t>(0, s.frames_total - s.next_frame) * s.count;
 }
@@ -63,14 +96,25 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
   int64_t due = 0;
   const int64_t silent = silent_by(sessions, at - silence_after_, &due);
   if (observer_) {
-    Sample& x = interval_;
+    // A copy: the run's totals fold interval_ as served, the time series reads by deadline.
+    Sample x = interval_;
+    x.frames_served = ahead_served_[ahead_head_];
+    x.frames_on_time = ahead_on_time_[ahead_head_];
+    ahead_served_[ahead_head_] = ahead_on_time_[ahead_head_] = 0;
     x.t_s = to_seconds(at);
     x.pool_used_blocks = g.pool_used;
     x.pool_fraction = g.pool_fraction;
     x.live_sessions = g.live;
     x.stalled_sessions = g.stalled;
-    x.frames_due = std::max<int64_t>(0, due - due_at_last_sample_);
-    const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_sample_);
+    pending_due_ -= ahead_due_[ahead_head_];
+    pending_lost_ -= ahead_lost_[ahead_head_];
+    ahead_due_[ahead_head_] = ahead_lost_[ahead_head_] = 0;
+    ahead_head_ = (ahead_head_ + 1) % ahead_served_.size();
+    const int64_t series_due = due - pending_due_, series_silent = silent - pending_lost_;
+    x.frames_due = std::max<int64_t>(0, series_due - series_due_at_last_);
+    const int64_t padded = std::max<int64_t>(0, series_silent - series_silent_at_last_);
+    series_due_at_last_ = series_due;
+    series_silent_at_last_ = series_silent;
     fill_interval_stats(x, interval_answered_, interval_true_, padded, to_seconds(silence_after_),
                         to_seconds(deadline_));
     x.admission_cap = g.cap == kNoCap ? -1 : g.cap;

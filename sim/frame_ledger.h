@@ -40,8 +40,11 @@ class FrameLedger {
   // `result` and `observer` (which may be null) must outlive the ledger.
   FrameLedger(const Scenario& s, RunResult& result, RunObserver* observer, bool control_on);
 
-  // The hot path: one frame served `latency` after its release, for each of `count` members.
-  void serve(Time latency, int64_t count) {
+  // The hot path: one frame served `latency` after its release, for each of `count` members;
+  // `scheduled` is its release as the due count has it (arrival + frame x period: jitter delays
+  // the release, not the frame's place in the schedule).
+  void serve(Time scheduled, Time latency, int64_t count) {
+    if (observer_) by_deadline(scheduled + silence_after_, latency, count);
     const double latency_s = to_seconds(latency);
     const int bin = LatencyHistogram::bin_of(latency_s);
     interval_true_.add_bin(bin, latency_s, count);
@@ -94,6 +97,7 @@ class FrameLedger {
   int64_t frames_due_by(const Session& s, Time t) const;
   int64_t silent_by(const std::vector<Session>& sessions, Time released_by, int64_t* due) const;
   void fold_interval();
+  void by_deadline(Time silence_deadline, Time latency, int64_t count);
 
   RunResult& result_;
   RunObserver* observer_;
@@ -114,6 +118,16 @@ class FrameLedger {
   LatencyHistogram interval_true_;
   int64_t interval_late_ = 0;  // frames served after silence_after_s in the interval
   int64_t interval_rejected_ = 0;
+  // The time series counts a frame answered in time in the interval holding its silence deadline,
+  // where it is due, so an interval never shows more frames served than due: per interval from the
+  // current one on (a ring; a deadline is at most silence_after_s ahead), answered and on time.
+  // A departing caller's last frames are due, and silent if unanswered, in the intervals of their
+  // deadlines too: counted there (ahead_due_, ahead_lost_), and held back until then (pending_*).
+  std::vector<int64_t> ahead_served_, ahead_on_time_, ahead_due_, ahead_lost_;
+  size_t ahead_head_ = 0;
+  int64_t pending_due_ = 0, pending_lost_ = 0;
+  int64_t series_due_at_last_ = 0, series_silent_at_last_ = 0;
+  size_t ahead_of(Time silence_deadline) const;
   // The control interval: frames answered within silence_after_s, then the padded ones.
   LatencyHistogram control_hist_;
   int64_t silent_at_last_control_ = 0;

@@ -28,6 +28,9 @@ class InvariantObserver : public RunObserver {
     EXPECT_GE(x.silent_fraction, 0.0);
     EXPECT_LE(x.silent_fraction, 1.0);
     EXPECT_LE(x.stalled_sessions, x.live_sessions);
+    // Frames are counted in the interval holding their silence deadline, served or not.
+    EXPECT_LE(x.frames_served, x.frames_due) << "at " << x.t_s << " s";
+    EXPECT_LE(x.frames_on_time, x.frames_served) << "at " << x.t_s << " s";
   }
   void on_step(Time start, Time end, int64_t batch, int64_t used) override {
     EXPECT_LT(start, end);
@@ -195,13 +198,13 @@ TEST(Engine, RandomScenariosKeepInvariants) {
         "kv_policy.sink_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 20)),
         "horizon_s=60",
         "seed=" + std::to_string(i)};
+    SCOPED_TRACE("case " + std::to_string(i));
     const Scenario s = moshi(0, windowed ? "windowed" : "unbounded", sets);
     const auto p = predict_first_order(s);
     InvariantObserver obs(p.pool.num_blocks, windowed ? *p.max_blocks_per_session : 0);
     const auto cost = make_cost_model(s);
     Engine e(s, *cost, &obs);
     const RunResult r = e.run();
-    SCOPED_TRACE("case " + std::to_string(i));
     expect_accounting_holds(r, p.pool.num_blocks);
     if (windowed) EXPECT_LE(r.max_resident_blocks_per_session, *p.max_blocks_per_session);
   }
