@@ -937,7 +937,7 @@ def report(d, w, quick, figs, started):
         cap = f"fig7/window_sink/W{wt}_S{st}.capacity.json#/capacity/"
         t.row(f"Moshi AIMD N* across seeds, W = {wt}, S = {st}: median (min to max); runs flagged "
               "of runs; memory cap; deadline cap evenly spread; at random phases, median "
-              "(min-max) of draws", "-",
+              "(min to max) of draws", "-",
               "{:g} ({:g} to {:g}); {} of {}; {}; {}; {} ({} to {})",
               [f"{agg}#/{idx}/n_star_median", f"{agg}#/{idx}/n_star_min",
                f"{agg}#/{idx}/n_star_max", f"{agg}#/{idx}/admission_flagged_runs",
