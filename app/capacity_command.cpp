@@ -2,9 +2,9 @@
 #include <memory>
 
 #include "sim/capacity.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/option_checks.h"
-#include "sim/cli/scenario_options.h"
+#include "app/commands.h"
+#include "app/option_checks.h"
+#include "app/scenario_options.h"
 
 namespace metronome::cli {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "sim/cli/commands.h"
+#include "app/commands.h"
 #include "sim/config_error.h"
 #include "sim/output_file.h"
 #include "sim/report.h"

@@ -4,8 +4,8 @@
 #include <iostream>
 #include <memory>
 
-#include "sim/cli/commands.h"
-#include "sim/cli/scenario_options.h"
+#include "app/commands.h"
+#include "app/scenario_options.h"
 #include "sim/config_error.h"
 #include "sim/json_file.h"
 #include "sim/recommend.h"
