@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "calibrate/grid.h"
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "sim/cost/pass_shape.h"
 
 namespace metronome::calibrate {

@@ -25,7 +25,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/dtype.h"
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "kernels/model_shapes.h"
 
 namespace metronome::kernels {

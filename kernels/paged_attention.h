@@ -9,7 +9,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/dtype.h"
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "kernels/paged_kv.h"
 
 namespace metronome::kernels {

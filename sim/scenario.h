@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "sim/gpu.h"
 #include "sim/model.h"
 

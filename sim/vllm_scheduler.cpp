@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 
 namespace metronome {
 

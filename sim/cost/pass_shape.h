@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "sim/cost/cost_model.h"
 
 namespace metronome {
