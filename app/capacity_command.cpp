@@ -1,10 +1,10 @@
 #include <iostream>
 #include <memory>
 
-#include "sim/capacity.h"
 #include "app/commands.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
+#include "sim/capacity.h"
 
 namespace metronome::cli {
 
@@ -32,7 +32,7 @@ Run add_capacity(CLI::App& app) {
       ->check(kFiniteNumber & CLI::Range(0.0, 1e6));
   return [o]() {
     const Scenario s = o->scenario.load();
-    const double f = o->fraction > 0 ? o->fraction : s.admission.high_fraction;
+    const double f = o->fraction > 0 ? o->fraction : s.admission.policy->congestion_fraction();
     const auto c = compute_capacity(s, f, o->probe_s);
     if (o->scenario.json) {
       std::cout << capacity_json(s, c).dump(2) << "\n";

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
+#include "sim/cost/cost_model.h"
+#include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/report.h"
@@ -36,9 +39,11 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool rando
   return p;
 }
 
-bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_s, bool random) {
+bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double fraction,
+                    double probe_s, bool random) {
   const Scenario p = probe_scenario(s, n, probe_s, random);
-  const RunResult r = simulate(p);
+  check_step_bounds(p, cost);
+  const RunResult r = simulate(p, cost);
   return r.reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
          r.frames_silent * 100 < r.frames_due;
 }
@@ -47,7 +52,7 @@ bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_
 
 double default_probe_s(const Scenario& s) {
   const double rate = static_cast<double>(s.workload.kv_tokens()) / s.workload.frame_period_s;
-  if (s.kv_policy.type == "windowed" && rate > 0) {
+  if (s.kv_policy.bounded() && rate > 0) {
     // Long enough for every window to fill, plus as long again at steady state.
     const auto w = s.kv_policy.window();
     return std::max(10.0, 2.0 * static_cast<double>(w.window + w.sinks) / rate);
@@ -63,6 +68,9 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   CapacityReport c;
   c.fraction = fraction;
   c.probe_s = probe_s;
+  // One cost model for every probe: the probes vary the callers, never the model, GPU or costs.
+  const std::unique_ptr<CostModel> cost = make_unchecked_cost_model(s);
+  c.cost_model = cost->label();
   const auto pred = predict_first_order(s);
   if (pred.memory_cap_sessions) {
     c.memory_cap = *pred.memory_cap_sessions;
@@ -79,7 +87,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
   auto search = [&](bool random) {
     int64_t lo = 0, hi = 1;
-    while (hi <= (int64_t{1} << 20) && meets_deadline(s, hi, fraction, probe_s, random)) {
+    while (hi <= (int64_t{1} << 20) && meets_deadline(s, *cost, hi, fraction, probe_s, random)) {
       ++c.probes;
       lo = hi;
       hi *= 2;
@@ -88,7 +96,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
       ++c.probes;
-      (meets_deadline(s, mid, fraction, probe_s, random) ? lo : hi) = mid;
+      (meets_deadline(s, *cost, mid, fraction, probe_s, random) ? lo : hi) = mid;
     }
     return lo;
   };
@@ -104,6 +112,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
 
 nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
   return {{"metronome_version", version_string()},
+          {"cost_model", c.cost_model},
           {"scenario", to_json(s)},
           {"capacity",
            {{"memory_cap_sessions", c.memory_cap},
@@ -122,7 +131,7 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
 
 std::string capacity_text(const Scenario& s, const CapacityReport& c) {
   std::string out = fmt::format("scenario      {} ({} on {}, {} KV)\n", s.name, s.model.name,
-                                s.gpu.name, s.kv_policy.type);
+                                s.gpu.name, s.kv_policy.type());
   if (c.memory_cap_grows_with_time) {
     out += fmt::format(
         "memory cap    {} sessions for {:.0f} s calls (unbounded KV: fewer the longer "

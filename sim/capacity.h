@@ -29,8 +29,9 @@ struct CapacityReport {
   bool random_phases = false;
   double fraction = 0;  // of the deadline
   double probe_s = 0;
-  int64_t probes = 0;   // simulated runs
-  std::string binding;  // "memory" | "deadline"
+  int64_t probes = 0;      // simulated runs
+  std::string binding;     // "memory" | "deadline"
+  std::string cost_model;  // the probes' cost model, its label
 };
 
 // probe_s <= 0: long enough to reach steady state (windowed: twice the time to fill S + W;

@@ -24,9 +24,9 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
   c.block_size = s.engine.block_size;
   c.max_num_seqs = s.engine.max_sessions_per_step;
   c.max_num_batched_tokens = s.engine.max_num_batched_tokens;
-  if (s.kv_policy.type == "windowed") {
-    c.sliding_window = s.kv_policy.window_tokens + 1;  // vLLM's window counts the query
-    c.sink_tokens = s.kv_policy.sink_tokens;
+  if (s.kv_policy.bounded()) {
+    c.sliding_window = s.kv_policy.window().window + 1;  // vLLM's window counts the query
+    c.sink_tokens = s.kv_policy.window().sinks;
   }
   c.resumable = s.engine.session_model == "resumable";
   c.prefix_caching = s.engine.enable_prefix_caching;
@@ -36,15 +36,19 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
 }  // namespace
 
 Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
+    : Engine(s, cost, size_pool(s), observer) {}
+
+Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+               RunObserver* observer)
     : scenario_(s),
       cost_(cost),
       observer_(observer),
-      sizing_(size_pool(s)),
+      sizing_(pool),
       pool_(usable_blocks(s, sizing_)),
       window_(s.kv_policy.window()),
       period_(from_seconds(s.workload.frame_period_s)),
       deadline_(from_seconds(s.workload.deadline())),
-      silence_after_(from_seconds(s.engine.silence_after_s.value_or(s.workload.deadline()))),
+      silence_after_(from_seconds(s.engine.silence_after_s.value())),
       horizon_(from_seconds(s.horizon_s)),
       jitter_(from_seconds(s.workload.frame_jitter_s)),
       sample_period_(from_seconds(s.output.sample_period_s)),
@@ -54,7 +58,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
       n_kv_(s.workload.kv_tokens()),
       prompt_(s.workload.prompt_tokens),
       max_batch_(s.engine.max_sessions_per_step),
-      preempt_policy_(s.engine.exhaustion == "preempt_recompute"),
+      preempt_policy_(s.engine.exhaustion->preempts()),
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       jitter_rng_(s.seed, "jitter"),
@@ -67,16 +71,16 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
-  admission_ = make_admission_controller(s.admission, s.workload.deadline());
+  admission_ = s.admission.policy->make_controller(s.workload.deadline());
   // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
-  const bool boundable = s.kv_policy.type == "windowed" || s.workload.duration.type == "fixed";
+  const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
   memory_guard_ = s.admission.memory_guard == "on" ||
-                  (s.admission.memory_guard == "auto" && s.admission.type != "none" && boundable);
-  if (s.kv_policy.type == "windowed") window_reserve_ = max_blocks_per_session(s);
+                  (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
+  if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
   control_on_ = admission_->adaptive();
-  control_true_ = s.admission.signal == "true";
-  control_period_ = std::max<Time>(1, from_seconds(s.admission.interval_s));
+  control_true_ = s.admission.control_loop().signal == "true";
+  control_period_ = std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s));
   if (sample_period_ < 1) sample_period_ = next_sample_ = 1;
 }
 
@@ -674,7 +678,7 @@ void Engine::on_control(Time now) {
   ControlSignal sig;
   sig.now = now;
   sig.frames = control_hist_.total();
-  sig.latency_s = control_hist_.percentile(scenario_.admission.quantile);
+  sig.latency_s = control_hist_.percentile(scenario_.admission.control_loop().quantile);
   sig.live = live_;
   sig.settled_latency_s = settled_latency(sig.latency_s);
   const int64_t before = admission_->cap();
@@ -700,7 +704,7 @@ void Engine::summarise_admission() {
   a.capped = cap != kNoCap;
   a.adaptive = control_on_;
   if (!a.capped) return;
-  a.initial_cap = control_on_ ? scenario_.admission.initial_cap : cap;
+  a.initial_cap = control_on_ ? scenario_.admission.control_loop().initial_cap : cap;
   a.final_cap = cap;
   a.max_cap = std::max(a.initial_cap, max_cap_seen_);
   a.memory_guard = memory_guard_;
@@ -760,7 +764,7 @@ double Engine::settled_latency(double observed) const {
     cached += static_cast<double>(cached_visible(s.ctx, window_) * s.count);
   }
   const double batch = static_cast<double>(control_frames_) / static_cast<double>(control_steps_);
-  const double more = std::ceil(scenario_.admission.increase);
+  const double more = std::ceil(scenario_.admission.policy->forecast_increase());
   PassShape now;
   add_chunk(now, std::max<int64_t>(1, std::llround(batch)), n_in_,
             std::llround(cached / static_cast<double>(live_)), window_);
@@ -796,8 +800,17 @@ void Engine::finish() {
 }
 
 RunResult simulate(const Scenario& s, RunObserver* observer) {
-  auto cost = make_cost_model(s);
-  Engine engine(s, *cost, observer);
+  return simulate(s, *make_cost_model(s), observer);
+}
+
+RunResult simulate(const Scenario& s, const CostModel& cost, RunObserver* observer) {
+  Engine engine(s, cost, observer);
+  return engine.run();
+}
+
+RunResult simulate(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+                   RunObserver* observer) {
+  Engine engine(s, cost, pool, observer);
   return engine.run();
 }
 

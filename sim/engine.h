@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "sim/admission/admission_controller.h"
-#include "sim/block_pool.h"
+#include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
 #include "sim/event_queue.h"
 #include "sim/pool_sizing.h"
@@ -37,6 +37,9 @@ class Engine {
  public:
   // `cost` and `observer` (which may be null) must outlive the engine.
   Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
+  // On a pool the caller sized already (size_pool(s), e.g. the first-order prediction's).
+  Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+         RunObserver* observer = nullptr);
   RunResult run();
 
   const PoolSizing& pool_sizing() const { return sizing_; }
@@ -98,7 +101,7 @@ class Engine {
   const CostModel& cost_;
   RunObserver* observer_;
   PoolSizing sizing_;
-  BlockPool pool_;
+  BlockCounter pool_;
   kv::Window window_;
 
   // Scenario constants in engine units.
@@ -182,5 +185,9 @@ class Engine {
 
 // Convenience: size the pool, build the cost model the scenario names, run one seed.
 RunResult simulate(const Scenario& s, RunObserver* observer = nullptr);
+// The same on a cost model the caller built (once for many runs: a sweep, a capacity search).
+RunResult simulate(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
+RunResult simulate(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+                   RunObserver* observer = nullptr);
 
 }  // namespace metronome

@@ -7,7 +7,7 @@
 
 namespace metronome {
 
-VllmScheduler::VllmScheduler(const VllmSchedulerConfig& c, BlockPool& pool)
+VllmScheduler::VllmScheduler(const VllmSchedulerConfig& c, BlockCounter& pool)
     : c_(c), pool_(pool.capacity() + 1, pool) {
   if (c.block_size < 1 || c.max_num_seqs < 1 || c.max_num_batched_tokens < 1) {
     throw std::invalid_argument("VllmScheduler: block size, max_num_seqs, token budget >= 1");
