@@ -5,6 +5,7 @@
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
 #include "sim/capacity.h"
+#include "sim/progress.h"
 
 namespace metronome::cli {
 
@@ -18,6 +19,7 @@ Run add_capacity(CLI::App& app) {
     ScenarioOptions scenario;
     double fraction = 0;
     double probe_s = 0;
+    int phase_draws = 5;
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
@@ -30,10 +32,17 @@ Run add_capacity(CLI::App& app) {
          "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
          "time to fill S + W; unbounded, the call length within the horizon)")
       ->check(kFiniteNumber & CLI::Range(0.0, 1e6));
+  cmd->add_option("--phase-draws", o->phase_draws,
+                  "Poisson scenarios: draws of random caller phases the deadline cap is also "
+                  "probed at (seeds seed, seed + 1, ...); the median and range are reported "
+                  "(default 5)")
+      ->check(CLI::Range(1, 1000));
   return [o]() {
     const Scenario s = o->scenario.load();
     const double f = o->fraction > 0 ? o->fraction : s.admission.policy->congestion_fraction();
-    const auto c = compute_capacity(s, f, o->probe_s);
+    const auto progress = stderr_progress("capacity", 0, "probes");
+    const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws, progress.get());
+    if (progress) progress->finish();
     if (o->scenario.json) {
       std::cout << capacity_json(s, c).dump(2) << "\n";
     } else {

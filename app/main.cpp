@@ -2,12 +2,60 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "app/commands.h"
 #include "sim/config_error.h"
+#include "sim/nearest_name.h"
 #include "sim/output_file.h"
+#include "sim/progress.h"
 #include "sim/report.h"
+
+namespace {
+
+// For a rejected command line: the nearest subcommand to a word that is not one, or the nearest
+// option to an option the subcommand does not have, as "did you mean" lines.
+std::string suggestions(CLI::App& app, int argc, char** argv) {
+  std::string out;
+  CLI::App* cmd = &app;
+  bool leading = true;  // every word so far named a subcommand
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("-", 0) != 0) {
+      if (!leading) continue;  // an option's value
+      CLI::App* sub = nullptr;
+      for (CLI::App* c : cmd->get_subcommands({})) {
+        if (c->check_name(arg)) sub = c;
+      }
+      if (sub) {
+        cmd = sub;
+        continue;
+      }
+      leading = false;
+      std::vector<std::string> names;
+      for (const CLI::App* sub : cmd->get_subcommands({})) names.push_back(sub->get_name());
+      if (!names.empty()) {
+        const std::string n = metronome::nearest_name(arg, names);
+        if (!n.empty()) out += "metronome: did you mean \"" + n + "\" for \"" + arg + "\"?\n";
+      }
+      continue;
+    }
+    leading = false;
+    if (arg.rfind("--", 0) != 0 || arg == "--") continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name == "--help" || name == "--version" || cmd->get_option_no_throw(name)) continue;
+    std::vector<std::string> names;
+    for (const CLI::Option* opt : cmd->get_options()) {
+      for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+    }
+    const std::string n = metronome::nearest_name(name, names);
+    if (!n.empty()) out += "metronome: did you mean \"" + n + "\" for \"" + name + "\"?\n";
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace metronome;
@@ -38,11 +86,22 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommands({}).back();
   commands.emplace_back(nullptr, cli::add_quality(app));
   commands.back().first = app.get_subcommands({}).back();
+  // --quiet on every command (and its subcommands): no progress lines on stderr.
+  const std::function<void(CLI::App&)> add_quiet = [&](CLI::App& a) {
+    a.add_flag_callback(
+        "--quiet", [] { set_progress_quiet(true); },
+        "No progress on stderr (long work otherwise shows its rate and ETA)");
+    for (CLI::App* sub : a.get_subcommands({})) add_quiet(*sub);
+  };
+  add_quiet(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Help and --version exit 0; every rejected option is bad input, exit 2 like the rest.
-    return app.exit(e) == 0 ? 0 : 2;
+    // Help and --version exit 0; every rejected option is bad input, exit 2 like the rest (CLI11's
+    // own codes, 106 for a missing value, 109 for an unexpected argument, are not ours).
+    if (app.exit(e) == 0) return 0;
+    std::cerr << suggestions(app, argc, argv);
+    return 2;
   }
   try {
     for (auto& [cmd, run] : commands) {

@@ -110,6 +110,7 @@ Run add_quality(CLI::App& app) {
   cmd->add_option("--out", o->out, "Also write the JSON to this file");
   return [o]() {
     quality::QualityOptions q = o->q;
+    q.progress = true;  // stderr_progress decides: terminal or not, --quiet
     q.tokens = o->tokens > 0 ? o->tokens : o->quick ? 2048 : 4096;
     q.positions =
         o->positions == "cache" ? quality::PositionMode::kCache : quality::PositionMode::kOriginal;

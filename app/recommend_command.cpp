@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -70,7 +68,7 @@ Run add_recommend(CLI::App& app) {
     spec.min_window = o->min_window;
     spec.min_sinks = o->min_sinks;
     spec.jobs = o->jobs;
-    spec.progress = isatty(2) != 0 || o->scenario.json;
+    spec.progress = true;  // stderr_progress decides: terminal or not, --quiet
     if (o->max_ppl_ratio > 0) {
       if (o->quality.empty()) throw ConfigError("--max-ppl-ratio: needs --quality FILE");
       spec.max_ppl_ratio = o->max_ppl_ratio;

@@ -31,6 +31,11 @@ Run add_replay(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
+  cmd->get_option("--scenario")
+      ->description(
+          "Scenario JSON file (required: the real run lasts the scenario's horizon in wall-clock "
+          "time, 30 minutes for the built-in default), e.g. "
+          "scenarios/replay/tiny_cpu_windowed.json");
   cmd->add_option("--backend", o->backend,
                   "cpu (CPU reference kernels; a tiny model runs in real time on 2 cores) or gpu "
                   "(CUDA kernels; needs a GPU)")
@@ -48,6 +53,12 @@ Run add_replay(CLI::App& app) {
                   "output.sample_period_s apart), frames.csv, steps.csv, pool.csv and the resolved "
                   "scenarios; created if missing");
   return [o]() {
+    if (o->scenario.scenario.empty()) {
+      throw ConfigError(
+          "replay: --scenario: expected a scenario file (the real run lasts its horizon in "
+          "wall-clock time; the built-in default's is 30 minutes), e.g. --scenario "
+          "scenarios/replay/tiny_cpu_windowed.json");
+    }
     std::vector<std::string> sets = o->scenario.sets;
     if (o->scenario.seed) sets.push_back("seed=" + std::to_string(*o->scenario.seed));
     if (o->num_blocks) sets.push_back("engine.num_blocks=" + std::to_string(*o->num_blocks));

@@ -123,8 +123,8 @@ Run add_sweep(CLI::App& app) {
     opt.jobs = o->jobs;
     if (!o->shard.empty()) opt.shard = parse_shard(o->shard);
     opt.out_dir = o->out;
+    opt.progress = true;  // stderr_progress decides: terminal or not, --quiet
     if (o->mpi) return run_mpi(spec, opt);
-    opt.progress = isatty(STDERR_FILENO) != 0;
     opt.stop = &g_stop;
     const SweepOutcome r = run_sweep(spec, opt);
     std::cerr << "metronome sweep: " << r.written << " of " << r.planned << " runs written to "

@@ -12,6 +12,7 @@
 #include "quality/bpe_tokenizer.h"
 #include "quality/llama_model.h"
 #include "sim/config_error.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/rng.h"
 
@@ -59,7 +60,8 @@ void parallel_tasks(size_t n, int threads, Fn fn) {
 // Negative log-likelihoods of every token after the first of one sequence, fed `chunk` tokens a
 // step under its window, as a streaming engine ingests frames. Result [t - 1] for token t.
 std::vector<double> stream_nll(const LlamaModel& model, const std::vector<int32_t>& seq,
-                               kv::Window window, PositionMode mode, int64_t chunk) {
+                               kv::Window window, PositionMode mode, int64_t chunk,
+                               Progress* progress = nullptr) {
   const LlamaConfig& c = model.config();
   const auto n = static_cast<int64_t>(seq.size());
   KvBatch kv(c, KvBatch::blocks_needed(window, n, chunk, kBlockSize), kBlockSize);
@@ -74,6 +76,7 @@ std::vector<double> stream_nll(const LlamaModel& model, const std::vector<int32_
                                        static_cast<size_t>(c.vocab));
       nll[static_cast<size_t>(p)] = -log_prob(row, seq[static_cast<size_t>(p) + 1]);
     }
+    if (progress) progress->add();
   }
   return nll;
 }
@@ -143,9 +146,14 @@ std::vector<PerplexityResult> score_text(const LlamaModel& model,
                                          const std::vector<KvPolicy>& policies,
                                          const QualityOptions& o) {
   std::vector<std::vector<double>> nll(policies.size());
+  const auto steps = static_cast<int64_t>(policies.size()) *
+                     ((static_cast<int64_t>(tokens.size()) + o.chunk - 1) / o.chunk);
+  const auto progress =
+      o.progress ? stderr_progress("quality perplexity", steps, "steps") : nullptr;
   parallel_tasks(policies.size(), o.threads, [&](size_t i) {
-    nll[i] = stream_nll(model, tokens, policies[i].window, o.positions, o.chunk);
+    nll[i] = stream_nll(model, tokens, policies[i].window, o.positions, o.chunk, progress.get());
   });
+  if (progress) progress->finish();
   std::vector<PerplexityResult> out;
   for (size_t i = 0; i < policies.size(); ++i) {
     PerplexityResult r;
@@ -205,6 +213,8 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
       rngs.emplace_back(o.seed, "generation");  // the same draws for every policy
     }
     std::vector<std::vector<int32_t>> step(np, prompt), gen(np);
+    const auto progress =
+        o.progress ? stderr_progress("quality generation", o.generate_tokens, "tokens") : nullptr;
     for (int64_t i = 0; i < o.generate_tokens; ++i) {
       const std::vector<float> logits = model.step(kv, step);
       int64_t row = -1;
@@ -214,7 +224,9 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
         gen[s].push_back(next_token(z, tok, o.temperature, rngs[s]));
       }
       for (size_t s = 0; s < np; ++s) step[s] = {gen[s].back()};
+      if (progress) progress->add();
     }
+    if (progress) progress->finish();
     // Each continuation scored by the unbounded model, the prompt as context.
     std::vector<std::vector<double>> nll(np);
     parallel_tasks(np, o.threads, [&](size_t s) {

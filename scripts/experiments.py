@@ -17,6 +17,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,6 +67,11 @@ class Runner:
         self.out = out
         self.jobs = jobs
         self.log = []  # (seconds, command) per metronome call
+        self.figure = ""  # "fig4": the prefix of what this script says on stderr
+        self.planned = 0  # metronome calls the figure will make (a dry run counts them)
+        self.started = 0
+        self.dry = False
+        self.lock = threading.Lock()
 
     def data(self, *parts):
         p = os.path.join(self.out, "data", *parts)
@@ -93,21 +99,50 @@ class Runner:
             return os.path.relpath(a, self.out)
         return a
 
+    def say(self, line):
+        with self.lock:
+            sys.stderr.write(f"[{self.figure}] {line}\n")
+            sys.stderr.flush()
+
     def call(self, args, stdout_path=None):
         cmd = [os.path.abspath(self.metronome)] + [self.here(a) for a in args]
+        if self.dry:
+            self.planned += 1
+            return ""
+        with self.lock:
+            self.started += 1
+            n = self.started
+        # What runs, by its output (or its scenario): "[fig4] running sweep 3/12: data/fig4/..."
+        what = next((cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i] == "--out"), None)
+        what = what or (os.path.relpath(stdout_path, self.out) if stdout_path else cmd[2])
+        self.say(f"running {cmd[1]} {n}/{self.planned}: {what}")
         t0 = time.monotonic()
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           cwd=self.out)
+        # metronome's stderr is a pipe here, so its progress comes as a plain line every few
+        # seconds; each is passed on with the figure's prefix as it arrives.
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=self.out)
+        err = []
+
+        def relay():
+            for line in p.stderr:
+                err.append(line)
+                self.say("  " + line.rstrip("\n"))
+
+        t = threading.Thread(target=relay)
+        t.start()
+        out = p.stdout.read()
+        rc = p.wait()
+        t.join()
         dt = time.monotonic() - t0
         shown = [os.path.relpath(cmd[0], ROOT) if cmd[0].startswith(ROOT + os.sep) else cmd[0]]
         self.log.append((dt, " ".join(shown + cmd[1:])))
-        if r.returncode != 0:
-            sys.stderr.write(r.stdout + r.stderr)
-            raise SystemExit(f"experiments: metronome failed ({r.returncode}): {' '.join(cmd)}")
+        if rc != 0:
+            sys.stderr.write(out)
+            raise SystemExit(f"experiments: metronome failed ({rc}): {' '.join(cmd)}")
         if stdout_path:
             with open(stdout_path, "w") as f:
-                f.write(r.stdout)
-        return r.stdout
+                f.write(out)
+        return out
 
     def parallel(self, calls):
         """Independent single-run calls (simulate, predict, capacity), `jobs` at a time."""
@@ -193,6 +228,18 @@ def windowed(scenario, workloads, key):
     return merge(scenario, {"kv_policy": dict(type="windowed", **workloads["models"][key]["window"])})
 
 
+def aligned_period(frame_s, at_least, interval_s=None):
+    """The shortest time-series sample period of at least `at_least` seconds that spans whole
+    frames (and whole arrival intervals): each sample then holds the same number of due frames
+    per session, so per-sample ratios do not zig-zag (12 then 13 Moshi frames per 1 s)."""
+    k = max(1, math.ceil(at_least / frame_s - 1e-9))
+    while True:
+        p = k * frame_s
+        if not interval_s or abs(p / interval_s - round(p / interval_s)) < 1e-6:
+            return round(p, 9)
+        k += 1
+
+
 def fig1(r, w, quick):
     sp = spec("fig1_cliff_ramp.json", quick)
     for key, sessions in sp["sessions"].items():
@@ -219,6 +266,10 @@ def fig2(r, w, quick):
 def fig3(r, w, quick):
     sp = spec("fig3_silent_failure.json", quick)
     s = model_scenario(sp["scenario"], w, sp["model_key"])
+    arr = s["workload"]["arrival"]
+    s["output"] = dict(s.get("output", {}), sample_period_s=aligned_period(
+        s["workload"]["frame_period_s"], s.get("output", {}).get("sample_period_s", 1.0),
+        arr.get("interval_s") if arr.get("type") == "fixed_interval" else None))
     run_dir = r.dir("fig3", "run")
     path = r.write_scenario(os.path.join(run_dir, "scenario.in.json"), s)
     r.call(["simulate", "--scenario", path, "--out", run_dir])
@@ -306,9 +357,11 @@ def fig9(r, w, quick):
     for key in sp["models"]:
         for mode, m in sp["modes"].items():
             s = merge(model_scenario(sp["scenario"], w, key), {"engine": m["engine"]})
-            # Samples span whole frames (Omni chunks are 2 s), so a sample without a due frame
-            # does not read as one where nothing was answered.
-            s["output"] = {"sample_period_s": max(1.0, 2 * s["workload"]["frame_period_s"])}
+            # Samples span whole frames (Omni chunks are 2 s; Moshi's 80 ms frames, 13 to a
+            # sample), so a sample without a due frame does not read as one where nothing was
+            # answered, and each holds the same number of frames.
+            T = s["workload"]["frame_period_s"]
+            s["output"] = {"sample_period_s": aligned_period(T, max(1.0, 2 * T))}
             run_dir = r.dir("fig9", key, mode)
             path = r.write_scenario(os.path.join(run_dir, "scenario.in.json"), s)
             calls.append((["simulate", "--scenario", path, "--out", run_dir], None))
@@ -342,13 +395,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer points and seeds (CI)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="comma-separated figure numbers, e.g. 1,4")
-    # The headline figures stay on the raw roofline until the experiments' compute budgets are
-    # retuned for the corrected one: the Moshi budget of 10 ms (1/8 of the frame) was chosen on
-    # the raw roofline, and under the corrected roofline's ~5 ms step floor it admits about 16
-    # sessions, which erases the admission contrast. REPORT's cost-model rows show that move.
-    ap.add_argument("--cost-model", choices=["auto", "roofline"], default="roofline",
-                    help="roofline (default): the raw datasheet roofline everywhere; auto: "
-                         "measured calibration where the GPU has one, else the corrected roofline")
+    # The compute budgets (workloads.json budget_fraction, scenarios/admission/ deadline_s) are
+    # chosen on the corrected roofline; REPORT's cost-model rows show how far the raw one moves
+    # the answer.
+    ap.add_argument("--cost-model", choices=["auto", "roofline"], default="auto",
+                    help="auto (default): measured calibration where the GPU has one, else the "
+                         "corrected roofline; roofline: the raw datasheet roofline everywhere")
     a = ap.parse_args()
     COST_MODEL["choice"] = a.cost_model
     w = load(os.path.join(EXP_DIR, "workloads.json"))
@@ -361,10 +413,15 @@ def main():
             continue
         if f is fig8 and os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
             continue  # sanitized test builds: the real model would take minutes
+        # A dry pass counts the figure's metronome calls (the figure functions only compose
+        # scenarios and call), so each call can say "3/12".
+        r.figure, r.dry, r.planned, r.started = f"fig{i}", True, 0, 0
+        f(r, w, a.quick)
+        r.dry = False
         t0 = time.monotonic()
         f(r, w, a.quick)
         timing[f"fig{i}"] = round(time.monotonic() - t0, 2)
-        print(f"experiments: figure {i} data in {timing[f'fig{i}']:.1f} s", file=sys.stderr)
+        r.say(f"figure {i} data in {timing[f'fig{i}']:.1f} s ({r.planned} metronome calls)")
     with open(os.path.join(a.out, "data", "runs_log.json"), "w") as f:
         json.dump({"quick": a.quick, "jobs": a.jobs, "seconds_per_figure": timing,
                    "metronome_calls": [{"seconds": round(t, 3), "command": c} for t, c in r.log]},

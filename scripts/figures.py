@@ -21,6 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,6 +33,22 @@ COLORS = {"unbounded": "tab:red", "windowed": "tab:blue"}
 # No creation date or tool version in the files: a rerun that changes nothing leaves them alone.
 STABLE = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None, "Creator": None}}
 MODEL_COLORS = ["tab:purple", "tab:orange", "tab:green", "tab:brown"]
+INTERVAL_COLORS = ["#440154", "#31688e", "#35b779", "#b5a300"]  # viridis, the last darkened
+# One paper column: 3.5 in wide, no text under 7 pt. Titles and captions live in REPORT.md.
+COLUMN_IN = 3.5
+MIN_PT = 7
+plt.rcParams.update({
+    "font.size": MIN_PT, "axes.titlesize": MIN_PT, "axes.labelsize": MIN_PT,
+    "xtick.labelsize": MIN_PT, "ytick.labelsize": MIN_PT, "legend.fontsize": MIN_PT,
+    "legend.title_fontsize": MIN_PT, "figure.titlesize": MIN_PT,
+    "lines.linewidth": 1.0, "lines.markersize": 3, "axes.linewidth": 0.6,
+    "xtick.major.width": 0.6, "ytick.major.width": 0.6, "xtick.minor.width": 0.4,
+    "ytick.minor.width": 0.4, "legend.handlelength": 1.8, "legend.borderaxespad": 0.2,
+    "legend.columnspacing": 1.0, "legend.handletextpad": 0.4, "legend.labelspacing": 0.25,
+    "axes.titlepad": 3, "savefig.dpi": 300,
+})
+# Figures rendered by this process (name, figure) instead of closed, when a test asks for them.
+KEEP = None
 
 
 class Data:
@@ -68,23 +85,155 @@ def pointer(doc, ptr):
     return doc
 
 
-def finish(fig, out, name, title, cost_labels, note=""):
-    fig.suptitle(title, fontsize=12, fontweight="bold")
-    caption = "Cost model: " + "; ".join(cost_labels) + (". " + note if note else "")
-    fig.text(0.01, 0.005, caption, fontsize=8, ha="left", va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+def column_figure(height_in, rows, cols=1, legend_rows=0, height_ratios=None, **kw):
+    """A figure one column wide: an optional legend strip on top (legend_rows lines of legend
+    text), then a rows x cols grid of axes. Returns (fig, legend axes or None, axes[rows][cols])."""
+    legend_in = 0.13 * legend_rows + 0.04 if legend_rows else 0
+    fig = plt.figure(figsize=(COLUMN_IN, height_in + legend_in), layout="constrained")
+    ratios = ([legend_in] if legend_rows else []) + (height_ratios or [1] * rows)
+    scale = height_in / sum(height_ratios or [1] * rows)
+    if legend_rows:
+        ratios = [legend_in] + [r * scale for r in (height_ratios or [1] * rows)]
+    gs = fig.add_gridspec(len(ratios), cols, height_ratios=ratios)
+    off = 1 if legend_rows else 0
+    lax = None
+    if legend_rows:
+        lax = fig.add_subplot(gs[0, :])
+        lax.axis("off")
+    axes = [[None] * cols for _ in range(rows)]
+    for i in range(rows):
+        for j in range(cols):
+            share = {}
+            if kw.get("sharex") and i > 0:
+                share["sharex"] = axes[0][j]
+            axes[i][j] = fig.add_subplot(gs[off + i, j], **share)
+    return fig, lax, axes
+
+
+def strip_legend(lax, handles, labels, ncol=2):
+    """The figure's one legend, in its own strip above the data."""
+    seen, hs, ls = set(), [], []
+    for h, l in zip(handles, labels):
+        if l and not l.startswith("_") and l not in seen:
+            seen.add(l)
+            hs.append(h)
+            ls.append(l)
+    # Two columns only where the labels fit beside each other in one column's width.
+    ncol = ncol if max(len(x) for x in ls) <= 30 else 1
+    lax.legend(hs, ls, loc="center", ncol=ncol, frameon=False, borderaxespad=0)
+
+
+def handles_of(*axes):
+    hs, ls = [], []
+    for a in axes:
+        h, l = a.get_legend_handles_labels()
+        hs += h
+        ls += l
+    return hs, ls
+
+
+def finish(fig, out, name, number, title, cost_labels, note=""):
+    """Saves PNG and PDF; the caption (title, what is shown, cost model) goes to REPORT.md."""
+    caption = (f"**Figure {number}. {title}.** " + (note + " " if note else "") +
+               "Cost model: " + "; ".join(cost_labels) + ".")
+    fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02, hspace=0.02, wspace=0.02)
     os.makedirs(os.path.join(out, "figures"), exist_ok=True)
     for ext in ("png", "pdf"):
-        fig.savefig(os.path.join(out, "figures", f"{name}.{ext}"), dpi=130, metadata=STABLE[ext])
-    plt.close(fig)
+        fig.savefig(os.path.join(out, "figures", f"{name}.{ext}"), metadata=STABLE[ext])
+    if KEEP is not None:
+        KEEP.append((name, fig))
+    else:
+        plt.close(fig)
     return f"figures/{name}.png", caption
 
 
-def grid_axes(n):
-    cols = 2 if n > 1 else 1
-    rows = int(math.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.2 * rows + 0.6), squeeze=False)
-    return fig, axes.ravel()
+def plain_log(axis, subs=(1.0,)):
+    """Log ticks read as numbers (1, 10, 100, 1000), not 10^k, with unlabelled minor ticks;
+    subs=(1, 2, 5) labels 1-2-5 steps too, for an axis spanning about one decade."""
+    axis.set_major_locator(mticker.LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(mticker.NullFormatter())
+
+
+def integer_ticks(axis):
+    axis.set_major_locator(mticker.MaxNLocator(integer=True, nbins=5))
+
+
+def deadline_line(ax, ms, where="right", color="k"):
+    """The deadline, with its value written on it."""
+    ax.axhline(ms, color=color, lw=0.7, ls="--", zorder=1)
+    x = 0.99 if where == "right" else 0.01
+    ax.text(x, ms, f"deadline {ms:g} ms", transform=ax.get_yaxis_transform(),
+            ha="right" if where == "right" else "left", va="bottom", fontsize=MIN_PT, color=color)
+
+
+def censored_markers(ax, x, y, color, label=None, level=0.96, most=None):
+    """Points with no value (no output at all) as hollow triangles at the top of the axes; the
+    real points' line is never drawn through them (NaN breaks it). most: thin a long run of them
+    (a time series) to about that many markers."""
+    x = np.asarray(x, float)
+    gone = np.isnan(np.asarray(y, float))
+    if gone.any():
+        xs = x[gone]
+        if most and len(xs) > most:
+            xs = xs[::int(math.ceil(len(xs) / most))]
+        ax.plot(xs, np.full(len(xs), level), "^", mfc="none", mec=color, ms=3.5, mew=0.7,
+                ls="none", transform=ax.get_xaxis_transform(), clip_on=False, label=label)
+
+
+def aligned_samples(period_s, frame_s, interval_s=None, limit=100):
+    """Samples per plotted window: the fewest whole samples spanning whole frames (and whole
+    arrival intervals), so each window holds the same number of due frames and no zig-zag."""
+    for k in range(1, limit + 1):
+        span = k * period_s
+        ok = abs(span / frame_s - round(span / frame_s)) < 1e-6
+        if interval_s:
+            ok = ok and abs(span / interval_s - round(span / interval_s)) < 1e-6
+        if ok:
+            return k
+    return 1
+
+
+COUNTS = ("frames_due", "frames_served", "frames_on_time", "tokens_produced", "sessions_rejected")
+
+
+def rebin(rows, k):
+    """k consecutive samples as one: counts summed, tails (p99) the worst of the k, state
+    (pool, live sessions, cap, the controller's last signal) as at the window's end."""
+    if k <= 1:
+        return rows
+    out = []
+    for g in range(0, len(rows) - k + 1, k):
+        grp = rows[g:g + k]
+        r = dict(grp[-1])
+        for c in COUNTS:
+            if c in r:
+                r[c] = str(sum(int(x[c]) for x in grp))
+        for c in ("reported_p99_ms", "true_p99_ms"):
+            vals = [num(x[c]) for x in grp]
+            # A window with any sample of no output is itself censored for the true tail.
+            r[c] = "" if any(math.isnan(v) for v in vals) and c.startswith("true") else (
+                str(np.nanmax(vals)) if not all(math.isnan(v) for v in vals) else "")
+        due = max(1, int(r["frames_due"]))
+        r["tokens_per_frame"] = str(int(r["tokens_produced"]) / due)
+        silent = sum(num(x["silent_fraction"]) * int(x["frames_due"]) for x in grp)
+        r["silent_fraction"] = str(silent / due if int(r["frames_due"]) else 0)
+        miss = sum(num(x["reported_miss_rate"]) * int(x["frames_due"]) for x in grp)
+        r["reported_miss_rate"] = str(miss / due if int(r["frames_due"]) else 0)
+        out.append(r)
+    return out
+
+
+def short(label):
+    """A model's label on two short lines, for category ticks in one column."""
+    s = label.split(" (")[0]
+    if " " in s:
+        return s.replace(" ", "\n", 1)
+    return s.replace("-", "-\n", 1) if "-" in s else s
+
+
+def panel(ax, letter, text=""):
+    ax.set_title(f"({letter}) {text}".rstrip(), loc="left")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,36 +241,43 @@ def grid_axes(n):
 def fig1(d, w, quick):
     sp = spec("fig1_cliff_ramp.json", quick)
     keys = list(sp["sessions"])
-    fig, axes = grid_axes(len(keys))
-    for ax, key in zip(axes, keys):
-        rows = d.csv(f"fig1/{key}/sweep/runs.csv")
+    rows = int(math.ceil(len(keys) / 2))
+    fig, lax, axes = column_figure(1.45 * rows, rows, 2, legend_rows=2)
+    flat = [a for r in axes for a in r]
+    for n_ax, (ax, key) in enumerate(zip(flat, keys)):
+        runs = d.csv(f"fig1/{key}/sweep/runs.csv")
         deadline_ms = 1e3 * w["models"][key]["workload"]["frame_period_s"]
-        wall = deadline_ms * 3
-        for pol, ls in (("unbounded", "-"), ("windowed", "--")):
-            rs = [r for r in rows if r["grid.kv_policy.type"] == pol]
+        for pol in ("unbounded", "windowed"):
+            rs = [r for r in runs if r["grid.kv_policy.type"] == pol]
             n = np.array([num(r["grid.workload.arrival.sessions"]) for r in rs])
-            for q, mk in (("p50", "o"), ("p99", "s")):
-                true = np.array([num(r[f"true_{q}_s"]) * 1e3 for r in rs])
-                shown = np.where(np.isnan(true), wall, true)
-                ax.plot(n, shown, ls, marker=mk, color=COLORS[pol], ms=4,
-                        alpha=1.0 if q == "p99" else 0.55, label=f"{pol}: true {q}")
-                if pol == "unbounded":
-                    rep = np.array([num(r[f"reported_{q}_s"]) * 1e3 for r in rs])
-                    ax.plot(n, rep, ":", marker=mk, color="gray", ms=3,
-                            alpha=1.0 if q == "p99" else 0.55, label=f"unbounded: reported {q}")
-        ax.axhline(deadline_ms, color="k", lw=0.8)
-        ax.text(n.min(), deadline_ms * 1.08, "deadline", fontsize=7)
-        ax.axhline(wall, color="tab:red", lw=0.5, alpha=0.3)
-        ax.text(n.min(), wall * 1.08, "no output (censored)", fontsize=7, color="tab:red")
+            true = np.array([num(r["true_p99_s"]) * 1e3 for r in rs])
+            ax.plot(n, true, "-o", color=COLORS[pol], label=f"{pol}, true")
+            censored_markers(ax, n, true, COLORS[pol], label=f"{pol}, censored")
+            if pol == "unbounded":
+                rep = np.array([num(r["reported_p99_s"]) * 1e3 for r in rs])
+                ax.plot(n, rep, ":s", color="0.45", mfc="none", label="unbounded, reported")
         ax.set_yscale("log")
-        ax.set_xlabel("concurrent sessions N")
-        ax.set_ylabel("per-frame latency over the run (ms)")
-        ax.set_title(w["models"][key]["label"], fontsize=10)
-        ax.legend(fontsize=6, loc="best", framealpha=0.8)
+        ax.set_xscale("log")
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, max(hi, deadline_ms * 4) * 3)  # room for the censored row at the top
+        deadline_line(ax, deadline_ms, where="left")
+        plain_log(ax.yaxis, (1.0, 3.0))
+        plain_log(ax.xaxis)
+        panel(ax, "abcd"[n_ax], w["models"][key]["label"])
+        if n_ax % 2 == 0:
+            ax.set_ylabel("p99 frame latency (ms)")
+        if n_ax >= len(keys) - 2:
+            ax.set_xlabel("concurrent sessions N")
+    strip_legend(lax, *handles_of(*flat), ncol=2)
     cost = d.cost_models([f"fig1/{k}/sweep/cost_model.json" for k in keys])
-    return finish(fig, d.out, "fig1_cliff_vs_ramp", "1. " + sp["title"], cost,
-                  "N callers at once, calls as long as the run (scenarios/experiments/"
-                  "fig1_cliff_ramp.json), each model's own H200 pool; windowed reported = true.")
+    return finish(fig, d.out, "fig1_cliff_vs_ramp", 1, sp["title"], cost,
+                  "p99 per-frame latency over the whole run against the number of sessions "
+                  "started at once (calls as long as the run), unbounded vs windowed KV, each "
+                  "model's own H200 pool (scenarios/experiments/fig1_cliff_ramp.json). True "
+                  "latency is the time to useful output; reported is what a health monitor sees "
+                  "(silence counts as answered). Hollow triangles at the top: runs where more than "
+                  "1% of frames never got output, so the true p99 is not defined (censored). "
+                  "Windowed reported latency equals its true latency and is not drawn.")
 
 
 def first_order_rho(t, r, rho0, start, interval, sessions):
@@ -134,112 +290,160 @@ def first_order_rho(t, r, rho0, start, interval, sessions):
 def fig2(d, w, quick):
     sp = spec("fig2_pool_fill.json", quick)
     keys = list(sp["intervals_s"])
-    fig, axes = grid_axes(len(keys))
+    rows = int(math.ceil(len(keys) / 2))
+    # Per model: the fill (tall) over its residual in blocks (short): the curves overlap exactly.
+    fig, lax, axes = column_figure(2.0 * rows, 2 * rows, 2, legend_rows=2,
+                                   height_ratios=[2.2, 1] * rows)
     rels = []
-    for ax, key in zip(axes, keys):
+    all_iv = sorted({iv for key in keys for iv in sp["intervals_s"][key]})
+    for n_ax, key in enumerate(keys):
+        top = axes[2 * (n_ax // 2)][n_ax % 2]
+        res = axes[2 * (n_ax // 2) + 1][n_ax % 2]
+        res.sharex(top)
         for i, iv in enumerate(sp["intervals_s"][key]):
             rel = f"fig2/{key}/interval_{iv:g}s"
             rels.append(rel + "/summary.json")
             summ = d.json(rel + "/summary.json")
             ts = d.csv(rel + "/timeseries.csv")
             t = np.array([num(r["t_s"]) for r in ts])
+            used = np.array([num(r["pool_used_blocks"]) for r in ts])
             rho = np.array([num(r["pool_fraction"]) for r in ts])
             p = summ["prediction"]
             arr = summ["scenario"]["workload"]["arrival"]
-            tt = np.linspace(0, summ["scenario"]["horizon_s"], 600)
-            pred = first_order_rho(tt, p["r_per_s"], p["rho0"], arr["start_s"], arr["interval_s"],
-                                   arr["sessions"])
-            c = plt.cm.viridis(0.15 + 0.35 * i)
-            ax.plot(t, rho, color=c, lw=2, label=f"simulated, 1 caller / {iv:g} s")
-            ax.plot(tt, np.minimum(pred, 1.0), "--", color="k", lw=0.9,
-                    label="first-order prediction" if i == 0 else None)
-            ax.axvline(p["t_sat_continuous_s"], color=c, ls=":", lw=1)
+            pred = np.minimum(first_order_rho(t, p["r_per_s"], p["rho0"], arr["start_s"],
+                                              arr["interval_s"], arr["sessions"]), 1.0)
+            c = INTERVAL_COLORS[all_iv.index(iv) % len(INTERVAL_COLORS)]
+            top.plot(t, rho, color=c, lw=1.6, label=f"sim., 1 caller / {iv:g} s")
+            top.plot(t, pred, "--", color="k", lw=0.6, label="first-order model")
+            top.axvline(p["t_sat_continuous_s"], color=c, ls=":", lw=0.8)
             stall = summ["result"]["first_stall_s"]
             if stall is not None:
-                ax.plot([stall], [1.0], "v", color=c, ms=7,
-                        label="simulated first stall" if i == 0 else None)
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("pool fraction in use, rho(t)")
-        ax.set_ylim(0, 1.08)
-        ax.set_title(w["models"][key]["label"] + " (dotted: predicted t_sat)", fontsize=10)
-        ax.legend(fontsize=7, loc="upper left")
-    return finish(fig, d.out, "fig2_pool_fill", "2. " + sp["title"], d.cost_models(rels),
-                  "Unbounded KV, calls longer than the run, each model's own H200 pool.")
+                top.plot([stall], [1.0], "v", color="k", mfc=c, ms=4, label="sim. first stall")
+            # Blocks: the fraction is used/total, so total = used / fraction where it is defined.
+            total = p.get("num_blocks") or summ["result"].get("pool_blocks")
+            if not total:
+                ok = rho > 0
+                total = float(np.median(used[ok] / rho[ok])) if ok.any() else 1.0
+            # Per session arrived: whole-block allocation rounds each session up by under a block.
+            arrived = np.clip(np.floor((t - arr["start_s"]) / arr["interval_s"]) + 1, 1,
+                              arr["sessions"])
+            keep = (pred < 1.0) & (t < (stall if stall is not None else np.inf))
+            # Only samples a whole number of frames and arrivals apart: in between, each
+            # session's last block is part-filled at a different phase (a sawtooth, not an error).
+            kk = aligned_samples(summ["scenario"]["output"]["sample_period_s"],
+                                 summ["scenario"]["workload"]["frame_period_s"], arr["interval_s"])
+            keep &= (np.arange(len(t)) % kk) == kk - 1
+            res.plot(t[keep], (used[keep] - pred[keep] * total) / arrived[keep], color=c, lw=0.8)
+        top.set_ylim(0, 1.08)
+        panel(top, "abcd"[n_ax], w["models"][key]["label"])
+        plt.setp(top.get_xticklabels(), visible=False)
+        res.axhline(0, color="k", lw=0.5)
+        res.set_ylim(-0.6, 1.6)
+        if n_ax % 2 == 0:
+            top.set_ylabel("pool fraction")
+            res.set_ylabel("sim. - pred.\n(blocks/sess.)")
+        if n_ax >= len(keys) - 2:
+            res.set_xlabel("time (s)")
+    strip_legend(lax, *handles_of(*[a for r in axes for a in r]), ncol=2)
+    return finish(fig, d.out, "fig2_pool_fill", 2, sp["title"], d.cost_models(rels),
+                  "Fraction of the KV pool in use over time, simulated (coloured, one caller every "
+                  "Delta s) and the first-order prediction rho(t) = rho0 + r x (sum of session "
+                  "ages) (dashed black), unbounded KV, calls longer than the run, each model's "
+                  "own H200 pool. Dotted verticals: the predicted t_sat; triangles: the "
+                  "simulated first stall. The small panels give the residual, simulated minus "
+                  "predicted, in KV blocks, up to saturation: the curves overlap to within "
+                  "whole-block rounding.")
 
 
 def fig3(d, w, quick):
     sp = spec("fig3_silent_failure.json", quick)
     summ = d.json("fig3/run/summary.json")
-    ts = d.csv("fig3/run/timeseries.csv")
+    wl = summ["scenario"]["workload"]
+    period = summ["scenario"]["output"]["sample_period_s"]
+    k = aligned_samples(period, wl["frame_period_s"], wl["arrival"].get("interval_s"))
+    ts = rebin(d.csv("fig3/run/timeseries.csv"), k)
     t = np.array([num(r["t_s"]) for r in ts])
-    col = lambda k: np.array([num(r[k]) for r in ts])  # noqa: E731
-    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    col = lambda c: np.array([num(r[c]) for r in ts])  # noqa: E731
+    fig, lax, axes = column_figure(3.6, 3, 1, legend_rows=3, sharex=True)
+    axes = [r[0] for r in axes]
     dl = 1e3 * summ["deadline_s"]
     a = axes[0]
-    a.plot(t, col("reported_p99_ms"), color="gray", lw=2, label="reported p99 (what monitoring sees)")
-    a.plot(t, col("true_p99_ms"), color="tab:red", label="true p99 (gaps: no output at all)")
-    a.axhline(dl, color="k", lw=0.8, ls="--", label="deadline")
-    a.set_ylabel("per-frame latency (ms)")
-    a.legend(fontsize=8, loc="upper left")
+    a.plot(t, col("reported_p99_ms"), color="0.45", lw=1.6, label="reported")
+    true = col("true_p99_ms")
+    a.plot(t, true, color="tab:red", label="true")
+    censored_markers(a, t, true, "tab:red", label="true: no output (censored)", most=30)
+    lo, hi = a.get_ylim()
+    a.set_ylim(0, max(hi, dl) * 1.35)
+    deadline_line(a, dl, where="left")
+    a.set_ylabel("p99 frame\nlatency (ms)")
+    panel(a, "a", "per-frame latency")
     a = axes[1]
-    a.plot(t, 100 * col("reported_miss_rate"), color="gray", lw=2, label="reported deadline-miss rate")
-    a.plot(t, 100 * col("silent_fraction"), color="tab:red", label="frames answered with silence")
-    a.set_ylabel("share of due frames (%)")
-    a.legend(fontsize=8, loc="upper left")
+    a.plot(t, 100 * col("reported_miss_rate"), color="0.45", lw=1.6, ls="-")
+    a.plot(t, 100 * col("silent_fraction"), color="tab:purple",
+           label="silent frames")
+    a.set_ylim(-5, 105)
+    a.set_ylabel("share of due\nframes (%)")
+    panel(a, "b", "reported deadline misses (grey) vs silence")
     a = axes[2]
-    # Per 1 s sample, 12 or 13 Moshi frames fall due, so the per-sample ratio aliases; the ratio of
-    # 5-sample sums of the simulator's own counts shows the level.
-    k = np.ones(5)
-    tpf = np.convolve(col("tokens_produced"), k, "same") / np.maximum(
-        np.convolve(col("frames_due"), k, "same"), 1)
-    a.plot(t, tpf, color="tab:green", label="tokens produced per due frame (5 s windows)")
-    a.set_ylabel("tokens per frame")
+    a.plot(t, col("tokens_per_frame"), color="tab:green", label="tokens per due frame")
+    a.set_ylabel("tokens per\ndue frame")
     a.set_xlabel("time (s)")
+    a.set_ylim(-0.05, 1.15)
     b = a.twinx()
-    b.plot(t, col("pool_fraction"), color="tab:blue", ls="--", label="KV pool fraction in use")
+    b.plot(t, col("pool_fraction"), color="tab:blue", ls="--", label="KV pool fraction")
     b.set_ylabel("pool fraction")
-    b.set_ylim(0, 1.05)
-    h1, l1 = a.get_legend_handles_labels()
-    h2, l2 = b.get_legend_handles_labels()
-    a.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower left")
+    b.set_ylim(-0.05, 1.15)
+    panel(a, "c", "output and memory")
     stall = summ["result"]["first_stall_s"]
     for a in axes:
         if stall is not None:
-            a.axvline(stall, color="k", lw=0.6, ls=":")
-    axes[0].set_title("Moshi on one H200, unbounded KV, one caller every 2 s; dotted line: pool "
-                      "exhausted", fontsize=10)
-    return finish(fig, d.out, "fig3_silent_failure", "3. " + sp["title"],
-                  d.cost_models(["fig3/run/summary.json"]))
+            a.axvline(stall, color="k", lw=0.6, ls=":", label="pool exhausted")
+        plt.setp(a.get_xticklabels(), visible=a is axes[-1])
+    strip_legend(lax, *handles_of(*axes, b), ncol=2)
+    win = k * period
+    return finish(fig, d.out, "fig3_silent_failure", 3, sp["title"],
+                  d.cost_models(["fig3/run/summary.json"]),
+                  f"One Moshi run on one H200, unbounded KV, one caller every "
+                  f"{wl['arrival'].get('interval_s', 0):g} s, calls longer than the run. Each point "
+                  f"is a {win:g} s window ({win / wl['frame_period_s']:.0f} frames of each session, "
+                  "a whole number of frames and arrivals, so every window holds the same frames "
+                  "and the per-window ratios do not alias). (a) p99 frame latency as reported "
+                  "and as true; (b) reported deadline-miss rate (grey, 0 throughout) and the "
+                  "share of frames answered with silence; (c) tokens produced per due frame and "
+                  "the KV pool in use. Dotted vertical: the pool is exhausted.")
 
 
 def fig4(d, w, quick):
     sp = spec("fig4_metastability.json", quick)
     keys = list(sp["num_blocks"])
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
-    a = axes[0]
+    fig, lax, axes = column_figure(3.5, 2, 1, legend_rows=2)
+    a = axes[0][0]
     x = np.arange(len(keys))
+    width = 0.38
+    totals = []
     for j, pol in enumerate(sp["policies"]):
-        agg = d.json(f"fig4/runs20/{keys[0]}/sweep/aggregate.json")
-        counts, totals = [], []
+        counts = []
         for key in keys:
             agg = d.json(f"fig4/runs20/{key}/sweep/aggregate.json")
             pt = next(p for p in agg if p["grid.kv_policy.type"] == pol)
             counts.append(pt["crashes"])
             totals.append(pt["runs"])
-        bars = a.bar(x + (j - 0.5) * 0.38, counts, 0.38, color=COLORS[pol], label=f"{pol} KV")
-        for b, c, n in zip(bars, counts, totals):
-            a.text(b.get_x() + b.get_width() / 2, c + 0.3, f"{c}/{n}", ha="center", fontsize=8)
-    # The paper's count (typed from the brief, labelled as the paper's), scaled to these runs.
-    a.axhline(14 / 20 * max(totals), color="k", ls="--", lw=0.8,
-              label="paper: 14/20 crashed (unbounded)")
-    a.legend(fontsize=8)
+        xs = x + (j - 0.5) * width
+        a.bar(xs, counts, width, color=COLORS[pol], edgecolor=COLORS[pol], label=f"{pol} KV")
+        for xx, c, n in zip(xs, counts, totals[-len(keys):]):
+            if c == 0:  # a zero-height bar: its outline on the axis, so it reads as 0, not missing
+                a.plot([xx - width / 2, xx + width / 2], [0, 0], color=COLORS[pol], lw=2.5,
+                       solid_capstyle="butt", clip_on=False, zorder=3)
+            a.text(xx, c + 0.3, f"{c}/{n}", ha="center", va="bottom", fontsize=MIN_PT)
+    paper = 14 / 20 * max(totals)
+    a.axhline(paper, color="k", ls="--", lw=0.7, label="paper: 14/20 crashed")
     a.set_xticks(x)
-    a.set_xticklabels([w["models"][k]["label"] for k in keys], fontsize=8, rotation=10)
-    a.set_ylabel("runs that crashed (of identical runs)")
-    a.set_ylim(0, max(totals) + 2)
-    a.set_title("Identical five-minute runs, seeds differ (paper: 14/20 vs 0/20)", fontsize=10)
-    a.legend(fontsize=8)
-    a = axes[1]
+    a.set_xticklabels([short(w["models"][k]["label"]) for k in keys])
+    a.set_ylabel("crashed runs")
+    a.set_ylim(0, max(totals) + 3)
+    integer_ticks(a.yaxis)
+    panel(a, "a", f"identical runs, seeds differ")
+    a = axes[1][0]
     key = sp["load_model"]
     for pol in sp["policies"]:
         agg = d.json(f"fig4/load/{key}/{pol}/aggregate.json")
@@ -248,72 +452,93 @@ def fig4(d, w, quick):
         lo = np.array([p["crash_wilson95_lo"] for p in agg])
         hi = np.array([p["crash_wilson95_hi"] for p in agg])
         n = agg[0]["runs"]
-        a.plot(lam, pr, "o-", color=COLORS[pol], label=f"{pol} KV ({n} seeds per point)")
-        a.fill_between(lam, lo, hi, color=COLORS[pol], alpha=0.25,
-                       label=f"{pol}: 95% Wilson interval")
+        a.plot(lam, pr, "o-", color=COLORS[pol])
+        a.fill_between(lam, lo, hi, color=COLORS[pol], alpha=0.25, lw=0,
+                       label=f"{pol}: 95% CI, {n} seeds")
     a.set_xlabel("mean arrival rate (callers per second, Poisson)")
-    a.set_ylabel("crash probability within the run")
-    a.set_title(f"{w['models'][key]['label']}: crash probability against load", fontsize=10)
-    a.legend(fontsize=8, loc="upper left")
+    a.set_ylabel("crash probability")
+    a.set_ylim(-0.03, 1.03)
+    panel(a, "b", f"{w['models'][key]['label']}: against load")
+    strip_legend(lax, *handles_of(axes[0][0], axes[1][0]), ncol=2)
     rels = [f"fig4/runs20/{k}/sweep/cost_model.json" for k in keys]
-    return finish(fig, d.out, "fig4_metastability", "4. " + sp["title"], d.cost_models(rels),
-                  "Poisson callers, exponential call lengths, five-minute runs (reasons in "
-                  "scenarios/experiments/fig4_metastability.json).")
+    return finish(fig, d.out, "fig4_metastability", 4, sp["title"], d.cost_models(rels),
+                  "(a) Of identical five-minute runs that differ only in the seed (Poisson callers, "
+                  "exponential call lengths; reasons in scenarios/experiments/"
+                  "fig4_metastability.json), how many crashed, per model and KV policy; a bar at 0 "
+                  "is drawn as a thick line on the axis. Dashed: the paper's 14 of 20, scaled to "
+                  "these runs. (b) Moshi: crash probability within the run against the mean "
+                  "arrival rate, with its 95% Wilson interval.")
 
 
 def fig5(d, w, quick):
     sp = spec("fig5_admission.json", quick)
     names = list(sp["variants"])
-    fig, axes = plt.subplots(2, len(names), figsize=(6.5 * len(names), 8), sharex=True,
-                             squeeze=False)
+    fig, lax, axes = column_figure(3.2, 2, len(names), legend_rows=4, sharex=True)
+    signal_in_data = True
     for j, name in enumerate(names):
         summ = d.json(f"fig5/{name}/summary.json")
         ts = d.csv(f"fig5/{name}/timeseries.csv")
         t = np.array([num(r["t_s"]) for r in ts])
         col = lambda k: np.array([num(r[k]) for r in ts])  # noqa: E731
+        adm_cfg = summ["scenario"]["admission"]
         a = axes[0][j]
-        a.plot(t, col("live_sessions"), color=COLORS[name], lw=3, alpha=0.6,
-               label="admitted live sessions")
-        a.plot(t, col("admission_cap"), "k--", lw=1.2, label="AIMD admission cap")
+        a.plot(t, col("live_sessions"), color=COLORS[name], lw=1.6, alpha=0.7,
+               label="live sessions")
+        a.plot(t, col("admission_cap"), "k--", lw=0.8, label="admission cap")
         adm = summ["result"]["admission"]
         if adm.get("n_star") is not None and not summ["result"]["crashed"]:
-            a.axhline(adm["n_star"], color="tab:green", ls="--", lw=1, label="N* (median cap, last half)")
-        a.set_ylabel("sessions")
-        a.set_title(f"{name} KV", fontsize=10)
-        a2 = a.twinx()
-        a2.plot(t, col("pool_fraction"), color="tab:gray", ls=":", label="KV pool fraction")
-        a2.set_ylim(0, 1.05)
-        a2.set_ylabel("pool fraction")
-        h1, l1 = a.get_legend_handles_labels()
-        h2, l2 = a2.get_legend_handles_labels()
-        a.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
+            a.axhline(adm["n_star"], color="tab:green", ls="-.", lw=0.8,
+                      label="N*")
+        integer_ticks(a.yaxis)
+        panel(a, "ab"[j], f"{name} KV")
+        if j == 0:
+            a.set_ylabel("sessions")
         a = axes[1][j]
         dl = 1e3 * summ["deadline_s"]
-        a.plot(t, col("reported_p99_ms"), color="gray", lw=2,
-               label="reported p99 (the controller reads p95)")
-        a.plot(t, col("true_p99_ms"), color=COLORS[name], label="true p99 (gaps: no output)")
-        a.axhline(dl, color="k", lw=0.8, ls="--", label="deadline")
-        adm_cfg = summ["scenario"]["admission"]
+        q = adm_cfg.get("quantile", 0.95)
+        if "admission_signal_ms" in ts[0]:
+            sig = col("admission_signal_ms")
+            a.plot(t, sig, color=COLORS[name], lw=0.9,
+                   label=f"signal ({adm_cfg.get('signal', 'reported')} p{100 * q:g})")
+            censored_markers(a, t, sig, COLORS[name], label="signal censored", most=30)
+        else:  # data from before the signal was written: the reported p99, said so
+            signal_in_data = False
+            a.plot(t, col("reported_p99_ms"), color=COLORS[name], lw=0.9,
+                   label="reported p99")
         a.axhspan(adm_cfg["low_fraction"] * dl, adm_cfg["high_fraction"] * dl, color="tab:green",
-                  alpha=0.15, label="AIMD hold band")
-        a.set_ylabel("per-frame latency (ms)")
+                  alpha=0.2, lw=0, label="hold band")
+        deadline_line(a, dl, where="left")
+        lo, hi = a.get_ylim()
+        a.set_ylim(0, max(hi, dl * 1.3))
         a.set_xlabel("time (s)")
-        a.legend(fontsize=7, loc="lower right")
+        if j == 0:
+            a.set_ylabel("frame latency (ms)")
         stall = summ["result"]["first_stall_s"]
         if stall is not None:
-            for a in (axes[0][j], axes[1][j]):
-                a.axvline(stall, color="tab:red", lw=0.8, ls=":")
-            axes[1][j].text(stall, 0.5, " pool exhausted", color="tab:red", fontsize=8,
-                            transform=axes[1][j].get_xaxis_transform())
+            for ax in (axes[0][j], axes[1][j]):
+                ax.axvline(stall, color="tab:red", lw=0.7, ls=":", label="pool exhausted")
+        plt.setp(axes[0][j].get_xticklabels(), visible=False)
+    for j in range(1, len(names)):
+        axes[0][j].sharey(axes[0][0])
+        axes[1][j].sharey(axes[1][0])
+    strip_legend(lax, *handles_of(*[a for r in axes for a in r]), ncol=2)
     rels = [f"fig5/{n}/summary.json" for n in names]
-    return finish(fig, d.out, "fig5_admission", "5. " + sp["title"], d.cost_models(rels),
-                  "Scenarios: scenarios/admission/moshi_h200_aimd_{windowed,unbounded}.json.")
+    sig = ("the latency signal the controller reads each control interval (the reported p95 of "
+           "that interval's frames; hollow triangles: censored)" if signal_in_data else
+           "the reported p99 per sample (this data predates the controller-signal column)")
+    return finish(fig, d.out, "fig5_admission", 5, sp["title"], d.cost_models(rels),
+                  "AIMD admission on Moshi, one H200 (scenarios/admission/moshi_h200_aimd_"
+                  "{windowed,unbounded}.json). Top: admitted live sessions and the admission cap "
+                  "(N*: the median cap over the last half of the run). Bottom: " + sig +
+                  ", with the hold band between the controller's low and high fractions of the "
+                  "deadline. Dotted red: the pool is exhausted.")
 
 
 def fig6(d, w, quick):
     sp = spec("fig6_prediction.json", quick)
     keys = list(w["models"])
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
+    fig, lax, axes = column_figure(3.6, 2, 1, legend_rows=3)
+    top, bot = axes[0][0], axes[1][0]
     rels = []
     for k, key in enumerate(keys):
         pred, predb, sim, load_ = [], [], [], []
@@ -330,50 +555,84 @@ def fig6(d, w, quick):
         pred, predb, sim, load_ = map(np.array, (pred, predb, sim, load_))
         c = MODEL_COLORS[k % len(MODEL_COLORS)]
         lab = w["models"][key]["label"]
-        axes[0].plot(pred, sim, "o", color=c, label=lab)
-        axes[1].plot(load_, 100 * (sim - pred) / pred, "o-", color=c, label=f"{lab}: continuous")
-        axes[1].plot(load_, 100 * (sim - predb) / predb, "x:", color=c, label=f"{lab}: whole blocks")
-    lim = axes[0].get_xlim()
-    lo, hi = min(lim[0], axes[0].get_ylim()[0]), max(lim[1], axes[0].get_ylim()[1])
-    axes[0].plot([lo, hi], [lo, hi], "k-", lw=0.6, label="simulated = predicted")
-    axes[0].set_xscale("log")
-    axes[0].set_yscale("log")
-    axes[0].set_xlabel("predicted t_sat, first-order continuous (s)")
-    axes[0].set_ylabel("simulated time of the first stall (s)")
-    axes[0].set_title("Predicted vs simulated, across models and loads", fontsize=10)
-    axes[0].legend(fontsize=8)
-    axes[1].axhline(0, color="k", lw=0.6)
-    axes[1].set_xscale("log")
-    axes[1].set_xlabel("load (callers per second, one every Delta s)")
-    axes[1].set_ylabel("error of the prediction, (simulated - predicted) / predicted (%)")
-    axes[1].set_title("Error by load (paper: a few % Qwen3-Omni, ~13% MiniCPM-o)", fontsize=10)
-    axes[1].legend(fontsize=6, ncol=2)
-    return finish(fig, d.out, "fig6_prediction", "6. " + sp["title"], d.cost_models(rels[:1] + rels),
-                  "Unbounded KV, staggered arrivals, each model's own H200 pool.")
+        top.plot(pred, sim, "o", color=c, mfc="none", label=lab)
+        bot.plot(load_, 100 * (sim - pred) / pred, "o-", color=c)
+        bot.plot(load_, 100 * (sim - predb) / predb, "x:", color=c)
+    lo = min(top.get_xlim()[0], top.get_ylim()[0])
+    hi = max(top.get_xlim()[1], top.get_ylim()[1])
+    top.plot([lo, hi], [lo, hi], "k-", lw=0.5, label="simulated = predicted", zorder=0)
+    top.set_xscale("log")
+    top.set_yscale("log")
+    plain_log(top.xaxis, (1.0, 2.0, 5.0))
+    plain_log(top.yaxis, (1.0, 2.0, 5.0))
+    top.set_xlabel("predicted t_sat, first-order continuous (s)")
+    top.set_ylabel("simulated first stall (s)")
+    panel(top, "a", "predicted vs simulated")
+    bot.plot([], [], "ko-", label="continuous form")
+    bot.plot([], [], "kx:", label="whole-block form")
+    bot.axhline(0, color="k", lw=0.5)
+    bot.set_xscale("log")
+    plain_log(bot.xaxis, (1.0, 2.0, 5.0))
+    bot.set_xlabel("load (callers per second)")
+    bot.set_ylabel("(sim. - pred.) / pred. (%)")
+    panel(bot, "b", "error by load")
+    strip_legend(lax, *handles_of(top, bot), ncol=2)
+    return finish(fig, d.out, "fig6_prediction", 6, sp["title"], d.cost_models(rels[:1] + rels),
+                  "(a) Simulated time of the first stall against the first-order prediction of "
+                  "t_sat, per model (colour) and load (one caller every Delta s); the line is "
+                  "simulated = predicted. (b) The prediction's error by load, for the continuous "
+                  "form (circles) and the whole-block form (crosses). The paper reports a few "
+                  "percent for Qwen3-Omni and about 13% for MiniCPM-o on a real engine. Unbounded "
+                  "KV, staggered arrivals, each model's own H200 pool.")
+
+
+def heatmap(ax, mat, vmin, vmax, cmap, fmt, rows, cols, flags=None):
+    im = ax.imshow(mat, origin="lower", cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
+    mid = 0.5 * (vmin + vmax)
+    for i in range(mat.shape[0]):
+        for j in range(mat.shape[1]):
+            v = mat[i, j]
+            txt = "-" if np.isnan(v) else fmt(v)
+            if flags and flags[i][j]:
+                txt += "*"
+            dark = not np.isnan(v) and v < mid if cmap == "viridis" else not np.isnan(v) and v > mid
+            ax.text(j, i, txt, ha="center", va="center", fontsize=MIN_PT,
+                    color="w" if dark else "k")
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([str(v) for v in cols])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([str(v) for v in rows])
+    return im
 
 
 def fig7(d, w, quick):
     sp = spec("fig7_capacity.json", quick)
     keys = list(w["models"])
-    fig = plt.figure(figsize=(19, 5.6))
-    a = fig.add_subplot(1, 4, 1)
+    ws = sp["window_sink"]
+    W, S = ws["window_tokens"], ws["sink_tokens"]
+    # Per model bars on top; the three W x S maps (N*, memory cap, deadline cap) stacked below,
+    # one colour scale for all three so that a colour means the same number of sessions in each.
+    fig = plt.figure(figsize=(COLUMN_IN, 6.4), layout="constrained")
+    gs = fig.add_gridspec(5, 2, height_ratios=[0.14, 1.25, 1, 1, 1], width_ratios=[1, 0.04])
+    lax = fig.add_subplot(gs[0, :])
+    lax.axis("off")
+    a = fig.add_subplot(gs[1, :])
     x = np.arange(len(keys))
     mem = [d.json(f"fig7/models/{k}.capacity.json")["capacity"]["memory_cap_sessions"] for k in keys]
     dl = [d.json(f"fig7/models/{k}.capacity.json")["capacity"]["deadline_cap_sessions"] for k in keys]
-    b1 = a.bar(x - 0.2, mem, 0.4, color="tab:blue", label="memory cap")
-    b2 = a.bar(x + 0.2, dl, 0.4, color="tab:orange", label="deadline cap")
-    for bars, vals in ((b1, mem), (b2, dl)):
-        for b, v in zip(bars, vals):
-            a.text(b.get_x() + b.get_width() / 2, v * 1.05, str(v), ha="center", fontsize=7)
+    for off, vals, color, lab in ((-0.2, mem, "tab:blue", "memory cap"),
+                                  (0.2, dl, "tab:orange", "deadline cap")):
+        a.bar(x + off, [max(v, 0.8) if v == 0 else v for v in vals], 0.4, color=color,
+              label=lab)
+        for xx, v in zip(x + off, vals):
+            a.text(xx, max(v, 1) * 1.08, str(v), ha="center", va="bottom", fontsize=MIN_PT)
     a.set_yscale("log")
+    plain_log(a.yaxis)
+    a.set_ylim(1, max(mem + dl) * 4)
     a.set_xticks(x)
-    a.set_xticklabels([w["models"][k]["label"] for k in keys], fontsize=7, rotation=15)
-    a.set_ylabel("sessions (log scale)")
-    a.set_title("Per model, windowed KV of workloads.json\n(paper: memory ~500 vs deadline ~209)",
-                fontsize=9)
-    a.legend(fontsize=8)
-    ws = sp["window_sink"]
-    W, S = ws["window_tokens"], ws["sink_tokens"]
+    a.set_xticklabels([short(w["models"][k]["label"]) for k in keys])
+    a.set_ylabel("sessions")
+    panel(a, "a", "per model, windowed KV")
     runs = d.csv("fig7/window_sink/sweep/runs.csv")
     nstar = np.full((len(S), len(W)), np.nan)
     flags = [[""] * len(W) for _ in S]
@@ -389,74 +648,103 @@ def fig7(d, w, quick):
             cap = d.json(f"fig7/window_sink/W{w_}_S{s_}.capacity.json")["capacity"]
             memcap[i, j] = cap["memory_cap_sessions"]
             dlcap[i, j] = cap["deadline_cap_sessions"]
+    vmin = np.nanmin([np.nanmin(m) for m in (nstar, memcap, dlcap)])
+    vmax = np.nanmax([np.nanmax(m) for m in (nstar, memcap, dlcap)])
+    norm = matplotlib.colors.LogNorm(vmin=max(vmin, 1), vmax=vmax)
+    im = None
     for k, (mat, name) in enumerate(((nstar, "AIMD N*"), (memcap, "memory cap"),
                                      (dlcap, "deadline cap"))):
-        a = fig.add_subplot(1, 4, 2 + k)
-        im = a.imshow(mat, origin="lower", cmap="viridis", aspect="auto")
+        ax = fig.add_subplot(gs[2 + k, 0])
+        im = ax.imshow(mat, origin="lower", cmap="viridis", aspect="auto", norm=norm)
         for i in range(len(S)):
             for j in range(len(W)):
-                txt = "nan" if np.isnan(mat[i, j]) else f"{mat[i, j]:.0f}"
-                if k == 0 and flags[i][j]:
-                    txt += "\n" + flags[i][j].replace("+", "\n").replace("_", " ")
-                a.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
-        a.set_xticks(range(len(W)))
-        a.set_xticklabels([str(v) for v in W])
-        a.set_yticks(range(len(S)))
-        a.set_yticklabels([str(v) for v in S])
-        a.set_xlabel("window W (tokens)")
-        a.set_ylabel("attention sinks S (tokens)")
-        a.set_title(f"Moshi: {name}", fontsize=9)
-        fig.colorbar(im, ax=a, label="sessions")
+                v = mat[i, j]
+                txt = "-" if np.isnan(v) else f"{v:.0f}" + ("*" if k == 0 and flags[i][j] else "")
+                bright = not np.isnan(v) and norm(v) > 0.6
+                ax.text(j, i, txt, ha="center", va="center", fontsize=MIN_PT,
+                        color="k" if bright else "w")
+        ax.set_xticks(range(len(W)))
+        ax.set_xticklabels([str(v) for v in W] if k == 2 else [])
+        ax.set_yticks(range(len(S)))
+        ax.set_yticklabels([str(v) for v in S])
+        ax.set_ylabel("sinks S")
+        if k == 2:
+            ax.set_xlabel("window W (tokens)")
+        panel(ax, "bcd"[k], f"Moshi: {name}")
+    cax = fig.add_subplot(gs[2:, 1])
+    cb = fig.colorbar(im, cax=cax)
+    cb.set_label("sessions (one scale for (b)-(d))")
+    cb.ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    cb.ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    strip_legend(lax, *handles_of(a), ncol=2)
     rels = [f"fig7/models/{k}.cost_model.json" for k in keys] + [
         "fig7/window_sink/sweep/cost_model.json"]
-    return finish(fig, d.out, "fig7_capacity", "7. " + sp["title"], d.cost_models(rels),
-                  "Deadline: a fixed fraction of the frame period (workloads.json budget_fraction); "
-                  "N*: one AIMD run per cell of scenarios/admission/moshi_h200_aimd_windowed.json; "
-                  "N*: sessions served, the median live count over the last half of the run, under "
-                  "AIMD with the memory guard and the settled-cost forecast (docs/admission.md); a "
-                  "flagged cell (stalled, collapsed, missed deadlines) is not a schedulable N*.")
+    return finish(fig, d.out, "fig7_capacity", 7, sp["title"], d.cost_models(rels),
+                  "(a) Memory cap and deadline cap per model under the windowed KV of "
+                  "workloads.json (log scale; the deadline is a fixed fraction of the frame "
+                  "period, budget_fraction). (b)-(d) Moshi over window W and sinks S, one colour "
+                  "scale for all three: (b) N*, the sessions AIMD serves (median live count over "
+                  "the last half of one run per cell of scenarios/admission/"
+                  "moshi_h200_aimd_windowed.json, with the memory guard and the settled-cost "
+                  "forecast, docs/admission.md); an asterisk marks a flagged cell (stalled, "
+                  "collapsed or missed deadlines), which is not a schedulable N*; (c) the memory "
+                  "cap; (d) the deadline cap.")
 
 
 def fig9(d, w, quick):
     sp = spec("fig9_exhaustion.json", quick)
     styles = {"frame_stall": ("tab:red", "-"), "frame_preempt_recompute": ("tab:orange", "--"),
               "vllm_v1": ("tab:blue", ":")}
-    fig, axes = plt.subplots(2, len(sp["models"]), figsize=(6.2 * len(sp["models"]), 7.4),
-                             squeeze=False)
+    models = sp["models"]
+    fig, lax, axes = column_figure(1.9 * len(models) * 1.0 + 0.6, 2 * len(models), 1,
+                                   legend_rows=3, height_ratios=[1.3, 1] * len(models))
+    axes = [r[0] for r in axes]
     rels = []
-    for col_i, key in enumerate(sp["models"]):
-        top, bottom = axes[0][col_i], axes[1][col_i]
-        ymax = 1.0
+    for mi, key in enumerate(models):
+        top, bottom = axes[2 * mi], axes[2 * mi + 1]
+        bottom.sharex(top)
         for mode, m in sp["modes"].items():
             rel = f"fig9/{key}/{mode}"
             rels.append(rel + "/summary.json")
+            summ = d.json(rel + "/summary.json")
             ts = d.csv(rel + "/timeseries.csv")
+            wl = summ["scenario"]["workload"]
+            kk = aligned_samples(summ["scenario"]["output"]["sample_period_s"],
+                                 wl["frame_period_s"])
+            ts = rebin(ts, kk)
             t = np.array([num(r["t_s"]) for r in ts])
             p99 = np.array([num(r["true_p99_ms"]) for r in ts])
-            tpf = np.array([num(r["tokens_per_frame"]) for r in ts])
+            due = np.array([num(r["frames_due"]) for r in ts])
+            p99[due == 0] = -1  # nothing due: not censored, just nothing to show
             color, ls = styles[mode]
-            top.plot(t, p99, color=color, ls=ls, lw=1.4, label=m["label"])
-            ymax = max(ymax, np.nanmax(p99) if np.isfinite(p99).any() else 1.0)
-            bottom.plot(t, tpf, color=color, ls=ls, lw=1.4, label=m["label"])
-            stall = d.json(rel + "/summary.json")["result"]["first_stall_s"]
+            shown = np.where(p99 < 0, np.nan, p99)
+            top.plot(t, shown, color=color, ls=ls, lw=1.1, label=m["label"])
+            censored_markers(top, t, np.where(p99 < 0, 0, p99), color,
+                             label="none answered (censored)", most=25,
+                             level=0.94 - 0.07 * list(sp["modes"]).index(mode))
+            bottom.plot(t, [num(r["tokens_per_frame"]) for r in ts], color=color, ls=ls, lw=1.1)
+            stall = summ["result"]["first_stall_s"]
             if stall is not None:
                 for a in (top, bottom):
-                    a.axvline(stall, color=color, lw=0.6, ls=":")
-        for n, (mode, m) in enumerate(sp["modes"].items()):  # due frames, none answered
-            ts = d.csv(f"fig9/{key}/{mode}/timeseries.csv")
-            t = np.array([num(r["t_s"]) for r in ts])
-            gone = np.array([num(r["frames_due"]) > 0 and num(r["frames_served"]) == 0
-                             for r in ts])
-            top.plot(t[gone], np.full(gone.sum(), ymax * 1.5 ** (n + 1)), "v", color=styles[mode][0],
-                     ms=3, ls="none")
+                    a.axvline(stall, color=color, lw=0.5, ls=":")
         top.set_yscale("log")
-        top.set_ylabel("true p99 per-frame latency (ms)")
-        top.set_title(f"{w['models'][key]['label']}, 300 callers, unbounded KV\n(markers at the "
-                      "top: frames due, none answered)", fontsize=9)
-        bottom.set_ylabel("tokens produced per due frame")
-        bottom.set_xlabel("time (s); dotted: pool exhausted")
-    axes[1][0].legend(fontsize=8, loc="lower left")
-    return finish(fig, d.out, "fig9_exhaustion", "9. " + sp["title"], d.cost_models(rels))
+        plain_log(top.yaxis)
+        lo, hi = top.get_ylim()
+        top.set_ylim(lo, hi * 8)  # room for the censored rows
+        top.set_ylabel("true p99 (ms)")
+        panel(top, "ab"[mi], f"{w['models'][key]['label']}, 300 callers")
+        plt.setp(top.get_xticklabels(), visible=False)
+        bottom.set_ylabel("tokens per\ndue frame")
+        bottom.set_ylim(-0.05, max(1.2, bottom.get_ylim()[1]))
+        if mi == len(models) - 1:
+            bottom.set_xlabel("time (s)")
+    strip_legend(lax, *handles_of(*axes), ncol=2)
+    return finish(fig, d.out, "fig9_exhaustion", 9, sp["title"], d.cost_models(rels),
+                  "Per model, 300 callers on unbounded KV, under three engine behaviours at "
+                  "exhaustion (colour and line style): the true p99 frame latency (log scale) and "
+                  "the tokens produced per due frame, per window of whole frames. Hollow "
+                  "triangles at the top: windows with frames due and none answered (censored). "
+                  "Dotted verticals: the pool is exhausted, per behaviour.")
 
 
 def fig8(d, w, quick):
@@ -466,62 +754,64 @@ def fig8(d, w, quick):
     W, S = sp["window"], sp["sinks"]
     main = ["full", f"w{W}", f"s{S}w{W}"]
     colors = {"full": "tab:red", f"w{W}": "tab:blue", f"s{S}w{W}": "tab:green"}
-    labels = {"full": "full attention (unbounded KV)", f"w{W}": f"window only, W = {W}",
-              f"s{S}w{W}": f"{S} sinks + window W = {W}"}
-    fig = plt.figure(figsize=(15, 5.4))
-    a = fig.add_subplot(1, 2, 1)
+    labels = {"full": "full attention", f"w{W}": f"window W = {W}",
+              f"s{S}w{W}": f"{S} sinks + W = {W}"}
+    gw, gs_ = sp["grid_windows"], sp["grid_sinks"]
+    fig, lax, axes = column_figure(3.9, 2, 1, legend_rows=2, height_ratios=[1.2, 1])
+    a = axes[0][0]
     bucket = q["config"]["bucket"]
     for name in main:
         b = ppl[name]["bucket_ppl"]
         x = [(i + 0.5) * bucket for i in range(len(b))]
-        a.plot(x, b, "-o", ms=3, color=colors[name], label=f"{labels[name]}: "
-               f"{ppl[name]['ppl_from']:.1f} over tokens {q['config']['from']}-{q['config']['tokens']}")
+        a.plot(x, b, "-o", ms=2, lw=0.8, color=colors[name], label=labels[name])
     # Key 0 leaves the window of the query at W + 1, which predicts token W + 2.
-    a.axvline(W + 2, color="k", ls="--", lw=1)
-    a.text(W + 2, 0.02, "  window passes\n  the session start", fontsize=8, va="bottom",
+    a.axvline(W + 2, color="k", ls="--", lw=0.7)
+    a.text(W + 2, 0.97, " window passes the\n session start", fontsize=MIN_PT, va="top",
            transform=a.get_xaxis_transform())
     a.set_yscale("log")
+    plain_log(a.yaxis, (1.0, 2.0, 5.0))
     a.set_xlabel("token position in the text")
-    a.set_ylabel(f"perplexity per {bucket}-token bucket (log scale)")
-    a.set_title(f"SmolLM2-135M-Instruct on Pride and Prejudice ({q['config']['positions']} "
-                "positions)", fontsize=9)
-    a.legend(fontsize=8, loc="upper right")
-    a = fig.add_subplot(1, 2, 2)
-    gw, gs = sp["grid_windows"], sp["grid_sinks"]
-    mat = np.full((len(gs), len(gw)), np.nan)
-    for i, s_ in enumerate(gs):
+    a.set_ylabel(f"perplexity per {bucket} tokens")
+    panel(a, "a", "perplexity along the text")
+    a = axes[1][0]
+    mat = np.full((len(gs_), len(gw)), np.nan)
+    for i, s_ in enumerate(gs_):
         for j, w_ in enumerate(gw):
             name = (f"s{s_}" if s_ else "") + f"w{w_}"
             if name in ppl:
                 mat[i, j] = ppl[name]["ppl_from"] / ppl["full"]["ppl_from"]
     im = a.imshow(mat, origin="lower", cmap="magma_r", aspect="auto")
-    for i in range(len(gs)):
+    for i in range(len(gs_)):
         for j in range(len(gw)):
-            name = (f"s{gs[i]}" if gs[i] else "") + f"w{gw[j]}"
-            txt = f"{ppl[name]['ppl_from']:.1f}\n({mat[i, j]:.2f}x)" if name in ppl else "-"
+            name = (f"s{gs_[i]}" if gs_[i] else "") + f"w{gw[j]}"
+            txt = f"{ppl[name]['ppl_from']:.1f} ({mat[i, j]:.2f}x)" if name in ppl else "-"
             dark = name in ppl and mat[i, j] > np.nanmean(mat)
-            a.text(j, i, txt, ha="center", va="center", fontsize=8, color="w" if dark else "k")
+            a.text(j, i, txt, ha="center", va="center", fontsize=MIN_PT,
+                   color="w" if dark else "k")
     a.set_xticks(range(len(gw)))
     a.set_xticklabels([str(v) for v in gw])
-    a.set_yticks(range(len(gs)))
-    a.set_yticklabels([str(v) for v in gs])
+    a.set_yticks(range(len(gs_)))
+    a.set_yticklabels([str(v) for v in gs_])
     a.set_xlabel("window W (tokens)")
-    a.set_ylabel("attention sinks S (tokens; 0: window only)")
-    a.set_title(f"perplexity over tokens [{q['config']['from']}, {q['config']['tokens']}) and its "
-                f"ratio to full attention ({ppl['full']['ppl_from']:.1f})", fontsize=9)
-    fig.colorbar(im, ax=a, label="perplexity / full attention")
-    fig.suptitle("8. " + sp["title"], fontsize=11, fontweight="bold")
-    caption = (f"Model: SmolLM2-135M-Instruct (GGUF \"{q['model']['name']}\", Q4_1, dequantized "
-               "to float) run on the CPU by `metronome quality` over the paged KV cache; "
-               f"{q['config']['chunk']} tokens per step. Measured, not simulated.")
-    fig.text(0.01, 0.005, caption, fontsize=8, ha="left", va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
-    os.makedirs(os.path.join(d.out, "figures"), exist_ok=True)
-    for ext in ("png", "pdf"):
-        fig.savefig(os.path.join(d.out, "figures", f"fig8_quality.{ext}"), dpi=130,
-                    metadata=STABLE[ext])
-    plt.close(fig)
-    return "figures/fig8_quality.png", caption
+    a.set_ylabel("sinks S (0: window only)")
+    panel(a, "b", "perplexity from token "
+          f"{q['config']['from']} (ratio to full attention)")
+    cb = fig.colorbar(im, ax=a, pad=0.02)
+    cb.set_label("ratio to full attention")
+    strip_legend(lax, *handles_of(axes[0][0]), ncol=2)
+    caption_note = (
+        f"SmolLM2-135M-Instruct (GGUF \"{q['model']['name']}\", Q4_1, dequantized to float) on "
+        f"Pride and Prejudice ({q['config']['positions']} positions), run on the CPU by "
+        f"`metronome quality` over the paged KV cache, {q['config']['chunk']} tokens per step; "
+        "measured, not simulated. (a) Perplexity per bucket of tokens along the text under full "
+        f"attention, a window alone and sinks + window; the dashed line is where the window "
+        f"passes the session start (legend values: perplexity over tokens {q['config']['from']}-"
+        f"{q['config']['tokens']}: " + ", ".join(
+            f"{labels[n]} {ppl[n]['ppl_from']:.1f}" for n in main) + "). (b) Perplexity over "
+        f"tokens [{q['config']['from']}, {q['config']['tokens']}) per window W and sinks S and "
+        f"its ratio to full attention ({ppl['full']['ppl_from']:.1f}).")
+    return finish(fig, d.out, "fig8_quality", 8, sp["title"], ["none (a measurement)"],
+                  caption_note)
 
 
 def quality_rows(t, quick):
@@ -698,7 +988,9 @@ def report(d, w, quick, figs, started):
                rel + "summary.json#/result/admission/n_star"])
     if not os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
         quality_rows(t, quick)
-    runs_log = d.json("runs_log.json")
+    # Untracked (machine and clock dependent): absent where the data came with the checkout.
+    log_path = d.path("runs_log.json")
+    calls = len(load(log_path)["metronome_calls"]) if os.path.isfile(log_path) else None
     lines = [
         "# Metronome: the paper's figures and headline numbers",
         "",
@@ -758,12 +1050,13 @@ def report(d, w, quick, figs, started):
     ]
     for i, (png, caption) in enumerate(figs, 1):
         pdf = png[:-4] + ".pdf"
-        lines += [f"![figure {i}]({png})", "", f"{caption} ([PDF]({pdf}))", ""]
+        lines += [f"![{os.path.basename(png)[:-4]}]({png})", "", f"{caption} ([PDF]({pdf}))", ""]
     lines += ["## This run", ""]
     mode = "quick (CI) mode" if quick else "full mode"
     # Nothing here depends on the machine or the clock (jobs, wall time): those go to stderr and to
     # the untracked data/runs_log.json, so a rerun that changes nothing leaves the report alone.
-    lines.append(f"- {mode}; {len(runs_log['metronome_calls'])} metronome calls (commands and "
+    lines.append(f"- {mode}; " + (f"{calls} metronome calls (commands and " if calls is not None
+                                   else "metronome calls: see (") +
                  "times of the last run in `data/runs_log.json`, not kept in git).")
     with open(os.path.join(d.out, "REPORT.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

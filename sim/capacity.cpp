@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {
@@ -44,7 +46,7 @@ bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double 
   const Scenario p = probe_scenario(s, n, probe_s, random);
   check_step_bounds(p, cost);
   const RunResult r = simulate(p, cost);
-  return r.reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
+  return r.steady_reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
          r.frames_silent * 100 < r.frames_due;
 }
 
@@ -63,7 +65,8 @@ double default_probe_s(const Scenario& s) {
   return std::min(call, s.horizon_s);
 }
 
-CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s) {
+CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s, int phase_draws,
+                                Progress* progress) {
   if (probe_s <= 0) probe_s = default_probe_s(s);
   CapacityReport c;
   c.fraction = fraction;
@@ -85,9 +88,14 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     c.memory_cap = pred.pool.num_blocks / blocks;
   }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
-  auto search = [&](bool random) {
+  auto probe = [&](const Scenario& sc, int64_t n, bool random) {
+    const bool ok = meets_deadline(sc, *cost, n, fraction, probe_s, random);
+    if (progress) progress->add();
+    return ok;
+  };
+  auto search = [&](const Scenario& sc, bool random) {
     int64_t lo = 0, hi = 1;
-    while (hi <= (int64_t{1} << 20) && meets_deadline(s, *cost, hi, fraction, probe_s, random)) {
+    while (hi <= (int64_t{1} << 20) && probe(sc, hi, random)) {
       ++c.probes;
       lo = hi;
       hi *= 2;
@@ -96,16 +104,28 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
       ++c.probes;
-      (meets_deadline(s, *cost, mid, fraction, probe_s, random) ? lo : hi) = mid;
+      (probe(sc, mid, random) ? lo : hi) = mid;
     }
     return lo;
   };
-  c.deadline_cap = search(false);
+  c.deadline_cap = search(s, false);
   // Under the scenario's own arrivals too: Poisson callers have random phases, whose bunching
-  // makes the tail later than evenly spread callers'. One draw of phases (the scenario's seed), so
-  // it is reported beside the evenly spread cap, which binds, not in its place.
+  // makes the tail later than evenly spread callers'. A few draws of phases, reported beside the
+  // evenly spread cap, which binds, not in its place: a run's phases are one draw among many.
   c.random_phases = s.workload.arrival.type == "poisson";
-  if (c.random_phases) c.deadline_cap_random = search(true);
+  if (c.random_phases) {
+    std::vector<int64_t> caps;
+    for (int k = 0; k < std::max(1, phase_draws); ++k) {
+      Scenario sc = s;
+      sc.seed = s.seed + static_cast<uint64_t>(k);
+      caps.push_back(search(sc, true));
+    }
+    std::sort(caps.begin(), caps.end());
+    c.phase_draws = static_cast<int64_t>(caps.size());
+    c.deadline_cap_random = caps[(caps.size() - 1) / 2];
+    c.deadline_cap_random_min = caps.front();
+    c.deadline_cap_random_max = caps.back();
+  }
   c.binding = c.deadline_cap < c.memory_cap ? "deadline" : "memory";
   return c;
 }
@@ -122,6 +142,11 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
             {"deadline_cap_sessions", c.deadline_cap},
             {"deadline_cap_random_phases_sessions",
              c.random_phases ? nlohmann::json(c.deadline_cap_random) : nlohmann::json(nullptr)},
+            {"deadline_cap_random_phases_min",
+             c.random_phases ? nlohmann::json(c.deadline_cap_random_min) : nlohmann::json(nullptr)},
+            {"deadline_cap_random_phases_max",
+             c.random_phases ? nlohmann::json(c.deadline_cap_random_max) : nlohmann::json(nullptr)},
+            {"phase_draws", c.phase_draws},
             {"deadline_fraction", c.fraction},
             {"deadline_s", s.workload.deadline()},
             {"probe_s", c.probe_s},
@@ -145,9 +170,14 @@ std::string capacity_text(const Scenario& s, const CapacityReport& c) {
       "probe, {}; {} simulated runs)\n",
       c.deadline_cap, c.fraction, s.workload.deadline() * 1e3, c.probe_s,
       c.random_phases
-          ? fmt::format("callers evenly spread over a frame period; {} at the random phases of "
-                        "one draw of Poisson callers",
-                        c.deadline_cap_random)
+          ? (c.phase_draws == 1
+                 ? fmt::format("callers evenly spread over a frame period; {} at the random "
+                               "phases of one draw of Poisson callers",
+                               c.deadline_cap_random)
+                 : fmt::format("callers evenly spread over a frame period; {} (median; {} to {}) "
+                               "at the random phases of {} draws of Poisson callers",
+                               c.deadline_cap_random, c.deadline_cap_random_min,
+                               c.deadline_cap_random_max, c.phase_draws))
           : std::string("callers evenly spread over a frame period"),
       c.probes);
   out += fmt::format("binding       {} ({} sessions)\n", c.binding,

@@ -8,6 +8,7 @@
 //                 probe_s simulated seconds (default_probe_s) with N callers spread evenly over one
 //                 frame period, the pool made large enough never to bind) stays under fraction x
 //                 deadline; found by doubling then bisection, assuming latency grows with N.
+//                 Steady: the p95 over the probe's second half, once every window has filled.
 // The smaller binds.
 #pragma once
 
@@ -20,12 +21,18 @@
 
 namespace metronome {
 
+class Progress;
+
 struct CapacityReport {
   int64_t memory_cap = 0;
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
   double call_s = 0;
   int64_t deadline_cap = 0;         // callers evenly spread over a period: the best case; binds
-  int64_t deadline_cap_random = 0;  // Poisson scenarios: one draw of random phases, beside it
+  // Poisson scenarios: at the random phases of `phase_draws` draws of callers (seeds seed,
+  // seed + 1, ...), the median and the range across draws, beside the evenly spread cap. Few
+  // sessions with long windows make phase bunching matter: the range says how much.
+  int64_t deadline_cap_random = 0, deadline_cap_random_min = 0, deadline_cap_random_max = 0;
+  int64_t phase_draws = 0;
   bool random_phases = false;
   double fraction = 0;  // of the deadline
   double probe_s = 0;
@@ -37,7 +44,9 @@ struct CapacityReport {
 // probe_s <= 0: long enough to reach steady state (windowed: twice the time to fill S + W;
 // unbounded: the call length within the horizon, where per-frame cost is largest).
 double default_probe_s(const Scenario& s);
-CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s = 0);
+// progress (may be null) counts the probes; their number is not known in advance.
+CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s = 0,
+                                int phase_draws = 1, Progress* progress = nullptr);
 nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c);
 std::string capacity_text(const Scenario& s, const CapacityReport& c);
 

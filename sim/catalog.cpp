@@ -8,6 +8,7 @@
 #include "sim/config_error.h"
 #include "sim/embedded_scenarios.h"
 #include "sim/json_file.h"
+#include "sim/nearest_name.h"
 
 namespace metronome {
 namespace fs = std::filesystem;
@@ -33,7 +34,8 @@ std::vector<std::string> embedded_names(std::string_view kind) {
 }
 
 nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name,
-                                  const std::string& base_dir, const std::string& referrer) {
+                                  const std::string& base_dir, const std::string& referrer,
+                                  std::string* found_at) {
   const bool safe =
       !name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos;
   if (safe) {
@@ -47,19 +49,25 @@ nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name
       fs::path p = d / (name + ".json");
       std::error_code ec;
       if (fs::is_regular_file(p, ec)) {
-        return read_json_file(p.string(), "model or GPU file");
+        if (found_at) *found_at = p.lexically_normal().string();
+        return read_json_file(p.string(), kind == "models" ? "model file" : "GPU file");
       }
     }
     const std::string rel = std::string(kind) + "/" + name + ".json";
     if (auto text = embedded_scenario_file(rel)) {
+      if (found_at) *found_at = "(built-in) scenarios/" + rel;
       return parse_json(*text, "(built-in) scenarios/" + rel);
     }
   }
+  const std::vector<std::string> names = embedded_names(kind);
   std::string known;
-  for (const auto& n : embedded_names(kind)) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
   const std::string field = kind == "models" ? "model" : "gpu";
-  throw ConfigError(referrer + ": " + field + ": unknown " + field + " \"" + name + "\" (known: " +
-                    known + "; or add scenarios/" + std::string(kind) + "/" + name + ".json)");
+  throw ConfigError(referrer + ": " + field + ": unknown " + field + " \"" + name + "\"" +
+                    did_you_mean(name, names) + "; known: " + known + "; or give a file, " + field +
+                    "=PATH.json" +
+                    (kind == "models" ? std::string(" or model=hf:PATH/config.json") : "") +
+                    ", or add scenarios/" + std::string(kind) + "/" + name + ".json");
 }
 
 }  // namespace metronome

@@ -12,9 +12,11 @@
 namespace metronome {
 
 // `kind` is "models" or "gpus". Search order: <base_dir>/<kind>, its parent and grandparent, then
-// $METRONOME_SCENARIOS/<kind>, then the embedded copy. Throws ConfigError listing the known names.
+// $METRONOME_SCENARIOS/<kind>, then the embedded copy; `found_at`, when given, receives the file
+// read. Throws ConfigError naming the nearest known name and listing them all.
 nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name,
-                                  const std::string& base_dir, const std::string& referrer);
+                                  const std::string& base_dir, const std::string& referrer,
+                                  std::string* found_at = nullptr);
 
 // Embedded copy of scenarios/<relpath>, if it was shipped.
 std::optional<std::string_view> embedded_scenario_file(std::string_view relpath);

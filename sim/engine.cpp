@@ -5,6 +5,7 @@
 
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/step_time.h"
+#include "sim/settled_forecast.h"
 
 namespace metronome {
 namespace {
@@ -615,12 +616,17 @@ void Engine::sample_until(Time t) {
       const int64_t cap = admission_->cap();
       x.admission_cap = cap == kNoCap ? -1 : cap;
       x.sessions_rejected = interval_rejected_;
+      x.admission_signal_s = last_signal_s_;
       observer_->on_sample(x);
     }
     if (2 * at >= horizon_) {  // the steady state N* and the missed-deadline flag are read over
       ++last_half_live_[live_];
       last_half_due_ += std::max<int64_t>(0, due - due_at_last_sample_);
       last_half_on_time_ += interval_.frames_on_time;
+      result_.steady_reported_latency.merge(interval_answered_);
+      if (interval_late_ > 0) {
+        result_.steady_reported_latency.add(to_seconds(silence_after_), interval_late_);
+      }
     }
     due_at_last_sample_ = due;
     silent_at_last_sample_ = silent;
@@ -681,6 +687,7 @@ void Engine::on_control(Time now) {
   sig.latency_s = control_hist_.percentile(scenario_.admission.control_loop().quantile);
   sig.live = live_;
   sig.settled_latency_s = settled_latency(sig.latency_s);
+  last_signal_s_ = sig.latency_s;
   const int64_t before = admission_->cap();
   admission_->on_interval(sig);
   const int64_t after = admission_->cap();
@@ -749,38 +756,35 @@ int64_t Engine::reserve_for(const Session& s) const {
   return kv::step_blocks(ctx, n_kv_ + (m <= 0 ? prompt_ : 0), window_, block_size_);
 }
 
-// The controller's forecast: the observed latency scaled by how much the interval's typical step
-// (its mean batch, over the live sessions' mean context) costs once every context has settled at
-// S + W and the batch has grown with `increase` more sessions, against what it costs now. The
-// observation anchors the forecast; the cost model only says how much settling adds. Unbounded
-// contexts never settle: the observation stands.
+// The controller's forecast (sim/settled_forecast.h): the observed latency scaled by how much
+// the frame scheduler's periodic regime slows once every context has settled at S + W and the cap
+// has filled with one more increase, newcomers spread evenly over the period. The cap, not the live
+// count: arrivals fill the cap within an interval or two, so a forecast for live + increase lets
+// the cap run ahead of what it has judged. The observation anchors the forecast; the model only
+// says how much settling adds. Unbounded contexts never settle: the observation stands.
 double Engine::settled_latency(double observed) const {
-  if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || control_steps_ == 0) {
-    return observed;
-  }
-  double cached = 0;
+  if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || vllm_) return observed;
+  std::vector<ForecastCaller> now, settled;
+  const int64_t settled_cached = cached_visible(window_.window + window_.sinks + n_kv_, window_);
   for (const Session& s : sessions_) {
     if (s.state == Session::State::kGone) continue;
-    cached += static_cast<double>(cached_visible(s.ctx, window_) * s.count);
+    const Time phase = s.next_release % period_;
+    now.push_back({phase, s.count, cached_visible(s.ctx, window_)});
+    settled.push_back({phase, s.count, settled_cached});
   }
-  const double batch = static_cast<double>(control_frames_) / static_cast<double>(control_steps_);
-  const double more = std::ceil(scenario_.admission.policy->forecast_increase());
-  PassShape now;
-  add_chunk(now, std::max<int64_t>(1, std::llround(batch)), n_in_,
-            std::llround(cached / static_cast<double>(live_)), window_);
-  const double step_now = cost_.pass_seconds(now);
-  // A longer step gathers more released frames into the next one: the settled batch grows with
-  // the sessions and with the step time, a fixed point found by a few substitutions.
-  double step = step_now;
-  for (int i = 0; i < 8; ++i) {
-    const double grown =
-        batch * (static_cast<double>(live_) + more) / static_cast<double>(live_) * step / step_now;
-    PassShape settled;
-    add_chunk(settled, std::max<int64_t>(1, std::llround(grown)), n_in_,
-              window_.window + window_.sinks, window_);
-    step = cost_.pass_seconds(settled);
+  const int64_t cap = admission_->cap();
+  const int64_t admitted =
+      (cap == kNoCap ? live_ : std::max(live_, cap)) +
+      static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
+  const int64_t newcomers = admitted - live_;
+  for (int64_t j = 0; j < newcomers; ++j) {
+    settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
   }
-  return observed * step / step_now;
+  const ForecastShape shape{period_, n_in_, n_out_, max_batch_, window_};
+  const double q = scenario_.admission.control_loop().quantile;
+  const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
+  if (!(base > 0)) return observed;
+  return observed * periodic_latency_quantile(std::move(settled), shape, cost_, q) / base;
 }
 
 void Engine::finish() {

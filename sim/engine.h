@@ -12,6 +12,7 @@
 // hear nothing.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -152,6 +153,7 @@ class Engine {
   bool control_on_ = false;
   bool control_true_ = false;  // signal: true latency (padded frames censored) vs reported
   Time control_period_ = 0;
+  double last_signal_s_ = std::numeric_limits<double>::quiet_NaN();  // the controller's last read
   LatencyHistogram control_hist_;  // frames answered within silence_after_s in the control interval
   int64_t silent_at_last_control_ = 0;
   int64_t interval_rejected_ = 0;

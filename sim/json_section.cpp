@@ -3,8 +3,10 @@
 #include <cmath>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "sim/json_file.h"
+#include "sim/nearest_name.h"
 
 namespace metronome {
 
@@ -194,8 +196,10 @@ void JsonSection::finish() const {
           nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       key = key.substr(1, key.size() - 2);  // without the quotes dump() adds
       if (key.size() > 80) key = key.substr(0, 77) + "...";
-      throw ConfigError(source_ + ": " + field(key) +
-                        ": unknown field (check its spelling against docs/scenarios.md)");
+      // Every field this section knows was read before finish(): those are the candidates.
+      const std::vector<std::string> known(read_.begin(), read_.end());
+      throw ConfigError(source_ + ": " + field(key) + ": unknown field" + did_you_mean(key, known) +
+                        " (check its spelling against docs/scenarios.md)");
     }
   }
 }

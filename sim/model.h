@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace metronome {
 
@@ -21,6 +22,13 @@ struct ModelConfig {
   int64_t experts = 0;         // MoE experts per layer; 0 for a dense model
   int64_t experts_active = 0;  // experts each token is routed to
   int64_t expert_ffn_size = 0;
+  // Only for counting weights when weight_bytes is not given.
+  std::string attention_bias = "none";  // none | qkv (Qwen2) | all (q, k, v and o)
+  bool tie_word_embeddings = false;     // the output head shares the embedding matrix
+  // Where a description given by path (model=PATH.json, model=hf:PATH) came from, and what was
+  // derived on import; empty for a shipped model given by name.
+  std::string loaded_from;
+  std::vector<std::string> notes;
 
   bool moe() const { return experts > 0; }
 
@@ -43,6 +51,22 @@ struct ModelConfig {
         static_cast<double>(hidden_size) * static_cast<double>(experts);
     return static_cast<double>(layers) * per_layer +
            static_cast<double>(vocab_size) * static_cast<double>(hidden_size);
+  }
+  // Every resident parameter of a decoder with gated MLPs and RMSNorm: embeddings (and the output
+  // head unless tied), per layer attention (+ bias), dense MLP, experts and router, two norms, and
+  // the final norm.
+  double total_params() const {
+    const double h = static_cast<double>(hidden_size);
+    const double q = static_cast<double>(attention_heads * head_dim);
+    const double kv = static_cast<double>(kv_heads * head_dim);
+    const double bias = attention_bias == "qkv"   ? q + 2 * kv
+                        : attention_bias == "all" ? q + 2 * kv + h
+                                                  : 0;
+    const double per_layer =
+        attention_params_per_layer() + bias + 3.0 * h * static_cast<double>(ffn_size) +
+        static_cast<double>(experts) * expert_params() + h * static_cast<double>(experts) + 2 * h;
+    return static_cast<double>(vocab_size) * h * (tie_word_embeddings ? 1 : 2) +
+           static_cast<double>(layers) * per_layer + h;
   }
   double active_params_per_token() const {
     return dense_params() + static_cast<double>(layers * experts_active) * expert_params();

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -19,6 +18,7 @@
 #include "sim/first_order.h"
 #include "sim/json_file.h"
 #include "sim/kv_policy/windowed.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {
@@ -88,7 +88,9 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
   const size_t tasks = n * (1 + seeds);
   std::vector<RunResult> runs(n * seeds);
   std::vector<int64_t> deadline_caps(n);
-  std::atomic<size_t> next{0}, done{0};
+  std::atomic<size_t> next{0};
+  const auto progress =
+      spec.progress ? stderr_progress("recommend", static_cast<int64_t>(tasks), "tasks") : nullptr;
   const double fraction =
       spec.fraction > 0 ? spec.fraction : base.admission.policy->congestion_fraction();
   // The cells vary the window only: one cost model serves every run (each cell's step bounds are
@@ -106,33 +108,14 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
         check_step_bounds(run, *cost);
         runs[cell * seeds + (k - 1)] = simulate(run, *cost);
       }
-      ++done;
+      if (progress) progress->add();
     }
   };
   std::vector<std::thread> pool;
   for (int j = 1; j < std::max(1, spec.jobs); ++j) pool.emplace_back(work);
-  if (spec.progress) {
-    // The calling thread reports progress while the workers run, then joins in the work.
-    std::thread reporter([&]() {
-      const auto start = std::chrono::steady_clock::now();
-      double last = -10;
-      while (done < tasks) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        const double el =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (el - last >= 5 || done == tasks) {
-          last = el;
-          std::cerr << fmt::format("recommend: {} of {} runs, {:.0f} s\n", done.load(), tasks, el);
-        }
-      }
-    });
-    work();
-    for (auto& t : pool) t.join();
-    reporter.join();
-  } else {
-    work();
-    for (auto& t : pool) t.join();
-  }
+  work();
+  for (auto& t : pool) t.join();
+  if (progress) progress->finish();
 
   for (size_t i = 0; i < n; ++i) {
     RecommendCell& c = out.cells[i];

@@ -28,7 +28,7 @@ struct RecommendSpec {
   std::optional<double> max_ppl_ratio;
   double fraction = 0;  // deadline-cap fraction; 0: admission.high_fraction
   int jobs = 1;
-  bool progress = false;
+  bool progress = false;  // on stderr (sim/progress.h)
 };
 
 struct RecommendCell {

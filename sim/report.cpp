@@ -150,6 +150,21 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
   std::ostringstream o;
   o << fmt::format("scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
                    s.kv_policy.policy->describe());
+  if (!s.model.loaded_from.empty() || !s.model.notes.empty()) {
+    // A model given by path: what was read and what was derived, so the user can check it.
+    const auto& m = s.model;
+    o << fmt::format(
+        "model      {}{}: {} layers, hidden {}, {} heads ({} KV) x {}, FFN {}{}, vocab {}, {:.2f} "
+        "GB "
+        "of weights\n",
+        m.name, m.loaded_from.empty() ? "" : " from " + m.loaded_from, m.layers, m.hidden_size,
+        m.attention_heads, m.kv_heads, m.head_dim, m.ffn_size,
+        m.moe() ? fmt::format(", {} experts of {} (top {})", m.experts, m.expert_ffn_size,
+                              m.experts_active)
+                : std::string(),
+        m.vocab_size, m.weight_bytes / 1e9);
+    for (const auto& n : m.notes) o << "  derived  " << n << "\n";
+  }
   o << fmt::format(
       "pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
       p.pool.num_blocks, s.engine.block_size, p.pool.num_blocks * s.engine.block_size,

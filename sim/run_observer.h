@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sim/latency_histogram.h"
@@ -29,6 +30,9 @@ struct Sample {
   double tokens_per_frame = 0;                    // tokens produced per due frame
   int64_t admission_cap = -1;     // the admission cap at the sample instant; -1: no cap
   int64_t sessions_rejected = 0;  // callers turned away at the cap in the interval
+  // The latency the admission controller read at its last control interval (admission.quantile
+  // of the interval's frames, e.g. the reported p95); NaN before any, +inf when censored.
+  double admission_signal_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The interval statistics both engines derive the same way: `answered` holds the latencies of the

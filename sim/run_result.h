@@ -53,6 +53,9 @@ struct RunResult {
   int64_t frames_reported_late = 0;
   int64_t tokens_produced = 0;
   LatencyHistogram reported_latency;  // per due frame, as the serving layer reports it
+  // The same over the frames served in the last half of the horizon: the steady state a capacity
+  // probe judges (a window fills in its first half).
+  LatencyHistogram steady_reported_latency;
   LatencyHistogram true_latency;      // per due frame; never-served frames are censored
   // Engine and pool
   int64_t engine_steps = 0;

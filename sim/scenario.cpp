@@ -1,5 +1,9 @@
 #include "sim/scenario.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -7,6 +11,7 @@
 #include "sim/catalog.h"
 #include "sim/config_error.h"
 #include "sim/config_limits.h"
+#include "sim/hf_config.h"
 #include "sim/json_file.h"
 #include "sim/json_section.h"
 #include "sim/time.h"
@@ -16,20 +21,59 @@ namespace {
 
 std::string base_dir_of(const std::string& path) {
   if (path.empty()) return "";
-  return std::filesystem::path(path).parent_path().string();
+  // A bare file name has no parent: its folder is the working directory, as for ./x.json.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
 }
 
-// Replaces a model or GPU given by name with its description, remembering the name.
+ModelConfig parse_model(JsonSection m);
+GpuConfig parse_gpu(JsonSection g);
+
+// A model or GPU is given by name (a shipped description, or one added beside the scenarios), by
+// path (anything with a '/' or ending in .json: relative to the scenario file, or to the working
+// directory for --set, as path_base says) or, for a model, as hf:PATH, a HuggingFace config.json.
+// The description is validated here, against the file it came from, so that a bad field is
+// reported there and not against the scenario that names it.
 void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view kind,
-                       const std::string& base_dir, const std::string& source) {
+                       const std::string& base_dir, const std::string& path_base,
+                       const std::string& source) {
   auto it = j.find(std::string(key));
   if (it == j.end() || !it->is_string()) return;
   const std::string name = it->get<std::string>();
-  nlohmann::json entry = find_catalog_entry(kind, name, base_dir, source);
-  if (!entry.is_object()) {
-    throw ConfigError(source + ": " + std::string(key) + " \"" + name + "\": expected an object");
+  const bool model = key == "model";
+  const bool hf = model && name.rfind("hf:", 0) == 0;
+  const bool by_path = hf || name.find('/') != std::string::npos || name.ends_with(".json");
+  nlohmann::json entry;
+  std::string file;
+  if (by_path) {
+    std::filesystem::path p(hf ? name.substr(3) : name);
+    if (p.is_relative() && !path_base.empty()) p = std::filesystem::path(path_base) / p;
+    file = p.lexically_normal().string();
+    entry = read_json_file(file, hf      ? "HuggingFace config.json"
+                                 : model ? "model file"
+                                         : "GPU file");
+    // A config.json given without hf: is still read as one: it has HuggingFace's field names.
+    if (model && (hf || (entry.is_object() && entry.contains("num_hidden_layers") &&
+                         !entry.contains("layers")))) {
+      entry = model_from_hf_config(entry, file);
+      entry["loaded_from"] = "hf:" + file;
+    } else if (model && entry.is_object()) {
+      entry["loaded_from"] = file;
+    }
+  } else {
+    entry = find_catalog_entry(kind, name, base_dir, source, &file);
   }
-  if (!entry.contains("name")) entry["name"] = name;
+  if (!entry.is_object()) {
+    throw ConfigError(file + ": expected a JSON object (a " + std::string(key) + " description)");
+  }
+  if (!entry.contains("name")) {
+    entry["name"] = by_path ? std::filesystem::path(file).stem().string() : name;
+  }
+  if (model) {
+    (void)parse_model(JsonSection(entry, file, ""));
+  } else {
+    (void)parse_gpu(JsonSection(entry, file, ""));
+  }
   *it = std::move(entry);
 }
 
@@ -38,6 +82,15 @@ ModelConfig parse_model(JsonSection m) {
   c.name = m.string("name", "custom");
   m.string("comment", "");
   m.string("source", "");
+  c.loaded_from = m.string("loaded_from", "");
+  const bool has_notes = m.has("notes");
+  if (const auto& notes = m.raw("notes"); has_notes) {
+    if (!notes.is_array()) m.fail("notes", "an array of strings");
+    for (const auto& n : notes) {
+      if (!n.is_string()) m.fail("notes", "an array of strings");
+      c.notes.push_back(n.get<std::string>());
+    }
+  }
   c.layers = m.integer("layers", std::nullopt, 1, 100000);
   c.hidden_size = m.integer("hidden_size", std::nullopt, 1, 10'000'000);
   c.attention_heads = m.integer("attention_heads", std::nullopt, 1, 100000);
@@ -46,11 +99,34 @@ ModelConfig parse_model(JsonSection m) {
   c.ffn_size = m.integer("ffn_size", 0, 0, 100'000'000);
   c.vocab_size = m.integer("vocab_size", 0, 0, 100'000'000);
   c.kv_bytes_per_element = m.integer("kv_bytes_per_element", 2, 1, 8);
-  c.weight_bytes = m.in_range("weight_bytes", std::nullopt, 0, kMaxBytes);
   c.weight_bytes_per_param = m.in_range("weight_bytes_per_param", 2.0, 0.125, 8);
   c.experts = m.integer("experts", 0, 0, 100000);
   c.experts_active = m.integer("experts_active", 0, 0, 100000);
   c.expert_ffn_size = m.integer("expert_ffn_size", 0, 0, 100'000'000);
+  c.attention_bias = m.one_of("attention_bias", c.attention_bias, {"none", "qkv", "all"});
+  c.tie_word_embeddings = m.boolean("tie_word_embeddings", false);
+  if (m.has("weight_bytes")) {
+    c.weight_bytes = m.in_range("weight_bytes", std::nullopt, 0, kMaxBytes);
+  } else {
+    m.raw("weight_bytes");
+    const double params = c.total_params();
+    c.weight_bytes = params * c.weight_bytes_per_param;
+    c.notes.push_back(fmt::format(
+        "weight_bytes = {:.4g} B: {:.4g} parameters (embeddings {:.4g}, output head {}, {} layers "
+        "of {:.4g}{}{}) x {} bytes",
+        c.weight_bytes, params, static_cast<double>(c.vocab_size * c.hidden_size),
+        c.tie_word_embeddings
+            ? std::string("tied")
+            : fmt::format("{:.4g}", static_cast<double>(c.vocab_size * c.hidden_size)),
+        c.layers,
+        (params -
+         static_cast<double>(c.vocab_size * c.hidden_size) * (c.tie_word_embeddings ? 1 : 2) -
+         static_cast<double>(c.hidden_size)) /
+            static_cast<double>(c.layers),
+        c.attention_bias == "none" ? "" : ", attention bias " + c.attention_bias,
+        c.experts > 0 ? fmt::format(", {} experts each", c.experts) : std::string(),
+        c.weight_bytes_per_param));
+  }
   m.finish();
   if (c.attention_heads % c.kv_heads != 0) {
     m.fail("attention_heads", "a multiple of kv_heads (grouped-query attention)");
@@ -60,6 +136,7 @@ ModelConfig parse_model(JsonSection m) {
   }
   if (c.experts > 0 && c.expert_ffn_size < 1) m.fail("expert_ffn_size", "> 0 for an MoE model");
   if (c.experts == 0 && c.experts_active != 0) m.fail("experts_active", "0 when experts is 0");
+  if (!(c.weight_bytes <= kMaxBytes)) m.fail("weight_bytes", "at most 1e18 bytes");
   return c;
 }
 
@@ -175,6 +252,35 @@ WorkloadConfig parse_workload(JsonSection w) {
   if (c.frame_jitter_s >= c.frame_period_s) {
     w.fail("frame_jitter_s", "less than frame_period_s (frames stay in order)");
   }
+  // The rate as users state it: KV tokens per second per session, the other way of giving
+  // kv_tokens_per_frame (= rate x frame_period_s). Given both, they must agree.
+  if (w.has("tokens_per_s_per_session")) {
+    const double rate = w.in_range("tokens_per_s_per_session", std::nullopt, 0, 1e9);
+    const double per_frame = rate * c.frame_period_s;
+    const double whole = std::round(per_frame);
+    if (c.kv_tokens_per_frame) {
+      if (std::fabs(per_frame - static_cast<double>(*c.kv_tokens_per_frame)) >
+          1e-9 * std::max(1.0, per_frame)) {
+        w.fail(
+            "tokens_per_s_per_session",
+            fmt::format("kv_tokens_per_frame / frame_period_s = {} / {} = {:.6g} (both are given "
+                        "and disagree: give one of the two, e.g. --set "
+                        "workload.kv_tokens_per_frame=null)",
+                        *c.kv_tokens_per_frame, c.frame_period_s,
+                        static_cast<double>(*c.kv_tokens_per_frame) / c.frame_period_s));
+      }
+    } else if (std::fabs(per_frame - whole) > 1e-9 * std::max(1.0, per_frame) ||
+               whole > 2'000'000) {
+      w.fail("tokens_per_s_per_session",
+             fmt::format("a whole number of tokens per frame (x frame_period_s {} = {:.6g}; a "
+                         "session's KV grows by whole tokens per frame)",
+                         c.frame_period_s, per_frame));
+    } else {
+      c.kv_tokens_per_frame = static_cast<int64_t>(whole);
+    }
+  } else {
+    w.raw("tokens_per_s_per_session");
+  }
   w.finish();
   return c;
 }
@@ -248,8 +354,8 @@ nlohmann::json read_scenario_json(const std::string& path) {
     source = path;
   }
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");
-  resolve_reference(j, "model", "models", base_dir_of(path), source);
-  resolve_reference(j, "gpu", "gpus", base_dir_of(path), source);
+  resolve_reference(j, "model", "models", base_dir_of(path), base_dir_of(path), source);
+  resolve_reference(j, "gpu", "gpus", base_dir_of(path), base_dir_of(path), source);
   // A calibration file named in a scenario file is relative to that file (a --set one: to the cwd).
   // Made absolute so that the resolved scenario written beside results still finds it.
   if (auto cm = j.find("cost_model"); cm != j.end() && cm->is_object()) {
@@ -296,9 +402,10 @@ void apply_set(nlohmann::json& j, const std::string& assignment, const std::stri
     node = &(*node)[part];
     pos = dot + 1;
   }
-  // Setting model=<name> or gpu=<name> swaps in that description.
-  resolve_reference(j, "model", "models", base_dir, where);
-  resolve_reference(j, "gpu", "gpus", base_dir, where);
+  // Setting model=<name or path> or gpu=<name or path> swaps in that description; a path on the
+  // command line is relative to the working directory.
+  resolve_reference(j, "model", "models", base_dir, "", where);
+  resolve_reference(j, "gpu", "gpus", base_dir, "", where);
 }
 
 Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
@@ -338,9 +445,78 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   return s;
 }
 
+namespace {
+
+std::string key_of(const std::string& assignment) {
+  return assignment.substr(0, std::min(assignment.find('='), assignment.size()));
+}
+
+std::string description_name(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return "";
+  auto n = it->find("name");
+  return n != it->end() && n->is_string() ? n->get<std::string>() : "";
+}
+
+// After --set model=... or gpu=..., the scenario's name and comment no longer describe it: the
+// name takes the new model or GPU in place of the old one, and the comment says what was swapped
+// (the old comment's figures were for the old one).
+void follow_swaps(nlohmann::json& j, const std::vector<std::pair<std::string, std::string>>& swaps,
+                  bool name_set, bool comment_set) {
+  if (swaps.empty()) return;
+  const std::string old_name = j.contains("name") && j["name"].is_string()
+                                   ? j["name"].get<std::string>()
+                                   : std::string("unnamed");
+  std::string name = old_name;
+  std::string what;
+  for (const auto& [from, to] : swaps) {
+    if (from == to) continue;
+    if (const auto at = from.empty() ? std::string::npos : name.find(from);
+        at != std::string::npos) {
+      name.replace(at, from.size(), to);
+    } else {
+      name += " with " + to;
+    }
+    what += (what.empty() ? "" : ", ") + (from.empty() ? std::string("?") : from) +
+            " replaced by " + to;
+  }
+  if (what.empty()) return;
+  if (!name_set) j["name"] = name;
+  if (!comment_set) {
+    j["comment"] = "Scenario \"" + old_name + "\" with " + what +
+                   " (--set); its own comment described the original and is not repeated.";
+  }
+}
+
+}  // namespace
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
   nlohmann::json j = read_scenario_json(path);
-  for (const auto& a : sets) apply_set(j, a, base_dir_of(path));
+  // A swap (model=..., gpu=...) replaces the whole description, so a model.X or gpu.X given
+  // before it would vanish: swaps are applied first and field overrides after them, whatever
+  // their order on the command line.
+  std::vector<std::string> ordered;
+  bool name_set = false, comment_set = false;
+  for (const auto& a : sets) {
+    const std::string k = key_of(a);
+    if (k == "model" || k == "gpu") ordered.push_back(a);
+    name_set = name_set || k == "name";
+    comment_set = comment_set || k == "comment";
+  }
+  const size_t swaps = ordered.size();
+  for (const auto& a : sets) {
+    const std::string k = key_of(a);
+    if (k != "model" && k != "gpu") ordered.push_back(a);
+  }
+  std::vector<std::pair<std::string, std::string>> swapped;
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    if (i == swaps) follow_swaps(j, swapped, name_set, comment_set);
+    const std::string k = key_of(ordered[i]);
+    const std::string before = description_name(j, k.c_str());
+    apply_set(j, ordered[i], base_dir_of(path));
+    if (i < swaps) swapped.emplace_back(before, description_name(j, k.c_str()));
+  }
+  if (swaps == ordered.size()) follow_swaps(j, swapped, name_set, comment_set);
   std::string source = path.empty() ? "(built-in) scenarios/default.json" : path;
   if (!sets.empty()) source += " (with --set overrides)";
   return parse_scenario(j, source);
@@ -363,6 +539,11 @@ nlohmann::json to_json(const Scenario& s) {
                 {"experts", m.experts},
                 {"experts_active", m.experts_active},
                 {"expert_ffn_size", m.expert_ffn_size}};
+  // Only where they say something, so the resolved form of a shipped model stays as it was.
+  if (m.attention_bias != "none") model["attention_bias"] = m.attention_bias;
+  if (m.tie_word_embeddings) model["tie_word_embeddings"] = true;
+  if (!m.loaded_from.empty()) model["loaded_from"] = m.loaded_from;
+  if (!m.notes.empty()) model["notes"] = m.notes;
   json gpu = {{"name", s.gpu.name},
               {"memory_bytes", s.gpu.memory_bytes},
               {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},

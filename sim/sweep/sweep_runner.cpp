@@ -23,6 +23,7 @@
 #include "sim/json_file.h"
 #include "sim/output_dir.h"
 #include "sim/output_file.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/sweep/wilson.h"
 
@@ -255,14 +256,6 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
   write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
 }
 
-void progress_bar(int64_t done, int64_t total) {
-  const int width = 40;
-  const int fill = total > 0 ? static_cast<int>(width * done / total) : width;
-  std::cerr << "\r[" << std::string(static_cast<size_t>(fill), '#')
-            << std::string(static_cast<size_t>(width - fill), ' ') << "] " << done << "/" << total
-            << " runs" << std::flush;
-}
-
 }  // namespace
 
 ojson run_row(const SweepSpec& spec, int64_t run) {
@@ -340,6 +333,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   const int jobs = std::max(1, std::min<int>(o.jobs > 0 ? o.jobs : hw,
                                              static_cast<int>(std::max<size_t>(1, mine.size()))));
   std::vector<std::optional<ojson>> done(mine.size());
+  const auto progress =
+      o.progress ? stderr_progress("sweep", static_cast<int64_t>(mine.size()), "runs") : nullptr;
   std::mutex m;
   std::condition_variable cv;
   std::atomic<size_t> next{0};
@@ -360,9 +355,13 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
         if (!error) error = std::current_exception();
         break;
       }
-      std::lock_guard lock(m);
-      done[i] = std::move(row);
-      cv.notify_one();
+      {
+        std::lock_guard lock(m);
+        done[i] = std::move(row);
+        cv.notify_one();
+      }
+      if (progress)
+        progress->add();  // counted as runs finish, not as the in-order writer gets them
     }
     std::lock_guard lock(m);
     ++finished_workers;
@@ -392,7 +391,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
         }
         written.push_back(std::move(row));
         ++w;
-        if (o.progress) progress_bar(static_cast<int64_t>(w), static_cast<int64_t>(mine.size()));
         lock.lock();
       }
       if (w == done.size() || finished_workers == static_cast<size_t>(jobs)) break;
@@ -406,7 +404,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
     written.push_back(std::move(*done[w]));
     ++w;
   }
-  if (o.progress) std::cerr << "\n";
+  if (progress) progress->finish();
   writer.close();
   if (error) std::rethrow_exception(error);
   SweepOutcome out;

@@ -1,0 +1,227 @@
+#include "sim/hf_config.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "sim/config_error.h"
+#include "sim/json_section.h"
+
+namespace metronome {
+namespace {
+
+bool has(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && !it->is_null();
+}
+
+// Bytes per element vLLM serves the weights and the KV cache in with its default dtype "auto":
+// the checkpoint's dtype, float32 checkpoints in float16.
+int64_t dtype_bytes(const std::string& dtype, std::vector<std::string>& notes) {
+  if (dtype == "bfloat16" || dtype == "float16") return 2;
+  if (dtype == "float32") {
+    notes.push_back("torch_dtype float32: served in float16 (vLLM's dtype auto), 2 bytes");
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::string& path) {
+  if (!root.is_object()) throw ConfigError(path + ": expected a JSON object (a config.json)");
+  std::vector<std::string> notes;
+  const nlohmann::json* cfg = &root;
+  std::string where = path;
+  // Multimodal checkpoints keep the language model, which holds the KV, under text_config.
+  if (!has(root, "num_hidden_layers") && root.contains("text_config") &&
+      root["text_config"].is_object()) {
+    cfg = &root["text_config"];
+    notes.push_back("shapes read from text_config (the language model holds the KV)");
+  }
+  const nlohmann::json& c = *cfg;
+  JsonSection s(c, path, cfg == &root ? "" : "text_config");
+  const std::string type = has(c, "model_type") && c["model_type"].is_string()
+                               ? c["model_type"].get<std::string>()
+                               : (has(root, "model_type") && root["model_type"].is_string()
+                                      ? root["model_type"].get<std::string>()
+                                      : std::string());
+
+  if (has(c, "quantization_config") || has(root, "quantization_config")) {
+    throw ConfigError(path +
+                      ": quantization_config: quantized checkpoints are not read (the bytes per "
+                      "weight depend on the method); write a model file with weight_bytes "
+                      "(docs/scenarios.md) and use --set model=PATH.json");
+  }
+  if (has(c, "kv_lora_rank")) {
+    throw ConfigError(path +
+                      ": kv_lora_rank: multi-head latent attention (DeepSeek-V2/V3) caches a "
+                      "compressed KV this model does not represent; write a model file");
+  }
+
+  nlohmann::json m;
+  std::string name;
+  if (has(root, "_name_or_path") && root["_name_or_path"].is_string() &&
+      !root["_name_or_path"].get<std::string>().empty()) {
+    name = std::filesystem::path(root["_name_or_path"].get<std::string>()).filename().string();
+  }
+  if (name.empty()) {
+    const std::filesystem::path p(path);
+    name = p.filename() == "config.json" && !p.parent_path().filename().empty()
+               ? p.parent_path().filename().string()
+               : p.stem().string();
+  }
+  m["name"] = name;
+  m["comment"] = "Imported from the HuggingFace config " + path +
+                 (type.empty() ? std::string() : " (model_type " + type + ")");
+  m["source"] = path;
+
+  const int64_t layers = s.integer("num_hidden_layers", std::nullopt, 1, 100000);
+  const int64_t hidden = s.integer("hidden_size", std::nullopt, 1, 10'000'000);
+  const int64_t heads = s.integer("num_attention_heads", std::nullopt, 1, 100000);
+  int64_t kv_heads = heads;
+  if (s.has("num_key_value_heads")) {
+    kv_heads = s.integer("num_key_value_heads", std::nullopt, 1, 100000);
+  } else {
+    notes.push_back("num_key_value_heads absent: " + std::to_string(heads) +
+                    " (multi-head attention, as transformers assumes)");
+  }
+  int64_t head_dim = 0;
+  if (s.has("head_dim")) {
+    head_dim = s.integer("head_dim", std::nullopt, 1, 100000);
+  } else {
+    if (hidden % heads != 0)
+      s.fail("num_attention_heads", "a divisor of hidden_size (no head_dim given)");
+    head_dim = hidden / heads;
+    notes.push_back("head_dim = hidden_size / num_attention_heads = " + std::to_string(head_dim));
+  }
+  const int64_t vocab = s.integer("vocab_size", std::nullopt, 1, 100'000'000);
+
+  // Experts: Mixtral names them num_local_experts, Qwen-MoE and OLMoE num_experts, DeepSeek-MoE
+  // n_routed_experts.
+  int64_t experts = 0;
+  for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (s.has(k)) {
+      experts = s.integer(k, std::nullopt, 0, 100000);
+      break;
+    }
+  }
+  int64_t ffn = 0, expert_ffn = 0, active = 0;
+  if (experts > 0) {
+    active = s.integer("num_experts_per_tok", std::nullopt, 1, experts);
+    // Every layer must be an MoE layer: the model has one MLP shape for all layers.
+    if (s.has("decoder_sparse_step") && s.integer("decoder_sparse_step", 1, 1, 100000) != 1) {
+      s.fail("decoder_sparse_step",
+             "1 (every layer MoE; mixed dense and MoE layers are not modelled)");
+    }
+    if (c.contains("mlp_only_layers") && c["mlp_only_layers"].is_array() &&
+        !c["mlp_only_layers"].empty()) {
+      s.fail("mlp_only_layers",
+             "[] (every layer MoE; mixed dense and MoE layers are not modelled)");
+    }
+    if (s.has("first_k_dense_replace") && s.integer("first_k_dense_replace", 0, 0, 100000) != 0) {
+      s.fail("first_k_dense_replace",
+             "0 (every layer MoE; mixed dense and MoE layers are not modelled)");
+    }
+    expert_ffn = s.has("moe_intermediate_size")
+                     ? s.integer("moe_intermediate_size", std::nullopt, 1, 100'000'000)
+                     : s.integer("intermediate_size", std::nullopt, 1, 100'000'000);
+    // A shared expert every token goes through is a dense MLP beside the routed ones.
+    if (s.has("shared_expert_intermediate_size")) {
+      ffn = s.integer("shared_expert_intermediate_size", std::nullopt, 0, 100'000'000);
+      notes.push_back("shared expert (shared_expert_intermediate_size " + std::to_string(ffn) +
+                      ") modelled as a dense MLP every token reads");
+    } else if (s.has("n_shared_experts")) {
+      ffn = s.integer("n_shared_experts", std::nullopt, 0, 1000) * expert_ffn;
+      notes.push_back("n_shared_experts x moe_intermediate_size = " + std::to_string(ffn) +
+                      " modelled as a dense MLP every token reads");
+    }
+    notes.push_back(std::to_string(experts) + " experts of FFN " + std::to_string(expert_ffn) +
+                    " per layer, " + std::to_string(active) + " routed per token");
+  } else {
+    ffn = s.integer("intermediate_size", std::nullopt, 1, 100'000'000);
+  }
+
+  // Attention bias: Llama-style configs say attention_bias (q, k, v and o); Qwen2 has a bias on
+  // q, k and v with no field saying so.
+  std::string bias = "none";
+  if (s.has("attention_bias")) {
+    if (s.boolean("attention_bias", false)) bias = "all";
+  } else if (type == "qwen2" || type == "qwen2_moe" || type == "qwen2_vl" || type == "qwen2_5_vl") {
+    bias = "qkv";
+    notes.push_back("model_type " + type + ": bias on q, k and v (no config field says so)");
+  }
+  bool tied = false;
+  if (s.has("tie_word_embeddings")) {
+    tied = s.boolean("tie_word_embeddings", false);
+  } else {
+    tied = type.rfind("gemma", 0) == 0;
+    notes.push_back(std::string("tie_word_embeddings absent: ") + (tied ? "true" : "false") +
+                    " (the default of model_type " + (type.empty() ? "unknown" : type) + ")");
+  }
+
+  std::string dtype;
+  for (const char* k : {"torch_dtype", "dtype"}) {
+    if (c.contains(k) && c[k].is_string())
+      dtype = c[k].get<std::string>();
+    else if (root.contains(k) && root[k].is_string())
+      dtype = root[k].get<std::string>();
+    if (!dtype.empty()) break;
+  }
+  int64_t bytes = 2;
+  if (dtype.empty()) {
+    notes.push_back("torch_dtype absent: 2 bytes per weight and KV element (bfloat16)");
+  } else {
+    bytes = dtype_bytes(dtype, notes);
+    if (bytes == 0) s.fail("torch_dtype", "one of \"bfloat16\" \"float16\" \"float32\"");
+  }
+
+  // Sliding-window attention. The pool model has one KV policy for every layer, chosen by the
+  // scenario (kv_policy), so the window is reported, not applied.
+  if (s.has("sliding_window")) {
+    const bool used = !s.has("use_sliding_window") || s.boolean("use_sliding_window", true);
+    const int64_t window = s.integer("sliding_window", std::nullopt, 1, 1'000'000'000'000LL);
+    if (!used) {
+      notes.push_back("sliding_window " + std::to_string(window) +
+                      " ignored: use_sliding_window is false (full attention)");
+    } else {
+      int64_t sliding = layers;
+      if (c.contains("layer_types") && c["layer_types"].is_array()) {
+        sliding = 0;
+        for (const auto& t : c["layer_types"]) sliding += t == "sliding_attention" ? 1 : 0;
+      } else if (type == "gemma2") {
+        sliding = layers / 2;  // Gemma-2 alternates sliding and global layers
+      }
+      if (sliding == layers) {
+        notes.push_back(
+            "sliding_window " + std::to_string(window) + " on all " + std::to_string(layers) +
+            " layers: the KV a session keeps is bounded by the window; model it "
+            "with --set kv_policy.type=windowed --set kv_policy.window_tokens=" +
+            std::to_string(window) + " (not applied: the scenario's kv_policy decides)");
+      } else if (sliding > 0) {
+        notes.push_back("sliding_window " + std::to_string(window) + " on " +
+                        std::to_string(sliding) + " of " + std::to_string(layers) +
+                        " layers: modelled as full attention on every layer, an upper bound on "
+                        "the KV");
+      }
+    }
+  }
+
+  m["layers"] = layers;
+  m["hidden_size"] = hidden;
+  m["attention_heads"] = heads;
+  m["kv_heads"] = kv_heads;
+  m["head_dim"] = head_dim;
+  m["ffn_size"] = ffn;
+  m["vocab_size"] = vocab;
+  m["kv_bytes_per_element"] = bytes;
+  m["weight_bytes_per_param"] = bytes;
+  m["experts"] = experts;
+  m["experts_active"] = active;
+  m["expert_ffn_size"] = expert_ffn;
+  m["attention_bias"] = bias;
+  m["tie_word_embeddings"] = tied;
+  m["notes"] = notes;
+  return m;
+}
+
+}  // namespace metronome
