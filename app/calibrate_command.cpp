@@ -8,6 +8,9 @@
 #include <memory>
 #include <sstream>
 
+#include "app/commands.h"
+#include "app/option_checks.h"
+#include "app/scenario_options.h"
 #include "calibrate/benchmarks.h"
 #include "calibrate/calibration_writer.h"
 #include "calibrate/grid.h"
@@ -15,9 +18,6 @@
 #include "calibrate/report.h"
 #include "calibrate/vidur_import.h"
 #include "calibrate/vidur_profile.h"
-#include "app/commands.h"
-#include "app/option_checks.h"
-#include "app/scenario_options.h"
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/json_file.h"

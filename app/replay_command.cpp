@@ -6,10 +6,10 @@
 #include <iostream>
 #include <memory>
 
-#include "replay/replay.h"
 #include "app/commands.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
+#include "replay/replay.h"
 #include "sim/config_error.h"
 #include "sim/output_dir.h"
 
