@@ -290,7 +290,6 @@ bool RealtimeEngine::reserve(Session& s, Time now) {
     return true;
   }
   auto& r = result_.run;
-  r.crashed = true;
   if (!r.first_stall_s) {
     r.first_stall_s = to_seconds(now);
     result_.first_stall_release_s = to_seconds(s.next_release);
@@ -332,7 +331,6 @@ void RealtimeEngine::preempt(Session& v, Time now) {
   v.preempted = true;
   ++result_.run.preemptions;
   auto& r = result_.run;
-  r.crashed = true;
   if (!r.first_preempt_s) r.first_preempt_s = to_seconds(now);
   if (!r.first_stall_s) {
     r.first_stall_s = to_seconds(now);

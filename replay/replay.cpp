@@ -250,9 +250,10 @@ json replay_json(const ReplayRun& r) {
                  ? std::optional(m.run.busy_s / static_cast<double>(m.run.engine_steps))
                  : std::nullopt))}}},
       {"agreement",
-       {{"crash_outcome_same", m.run.crashed == r.sim.crashed},
-        {"saturation_within_10pct", m.run.crashed == r.sim.crashed &&
-                                        (!m.run.crashed || (e_sim && std::abs(*e_sim) <= 0.10))}}},
+       {{"crash_outcome_same", m.run.crashed() == r.sim.crashed()},
+        {"saturation_within_10pct",
+         m.run.crashed() == r.sim.crashed() &&
+             (!m.run.crashed() || (e_sim && std::abs(*e_sim) <= 0.10))}}},
   };
   return j;
 }
@@ -271,9 +272,9 @@ std::string replay_text(const ReplayRun& r) {
       p.sessions, r.real.workload.frame_period_s);
   o += fmt::format("simulated  with {}\n", r.cost_label);
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "", "measured", "simulated", "error");
-  o +=
-      fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "crashed", m.run.crashed ? "yes" : "no",
-                  r.sim.crashed ? "yes" : "no", m.run.crashed == r.sim.crashed ? "same" : "DIFFER");
+  o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "crashed", m.run.crashed() ? "yes" : "no",
+                   r.sim.crashed() ? "yes" : "no",
+                   m.run.crashed() == r.sim.crashed() ? "same" : "DIFFER");
   o += fmt::format("{:<24}{:>14}{:>14}{:>10}\n", "saturation", secs(t_meas),
                    secs(r.sim.first_stall_s), err(relative_error(r.sim.first_stall_s, t_meas)));
   o += fmt::format("{:<24}{:>14}\n", "  (wall clock)", secs(m.run.first_stall_s));

@@ -347,7 +347,7 @@ def fig7(r, w, quick):
     r.parallel(calls)
     r.sweep(path, r.dir("fig7", "window_sink", "sweep"),
             [("kv_policy.window_tokens", ws["window_tokens"]),
-             ("kv_policy.sink_tokens", ws["sink_tokens"])], "1")
+             ("kv_policy.sink_tokens", ws["sink_tokens"])], ws["seeds"])
     cost_models(r, w, quick)
 
 

@@ -98,7 +98,10 @@ fi
 say "PyTorch SDPA comparison and results table"
 if [[ -s $out/bench.json ]]; then
   PYTHONUNBUFFERED=1 python3 kernels/bench/sdpa_compare.py --bench "$out/bench.json" --json "$out/sdpa.json" \
-    --results "$out/results.json" --table "$out/results.txt" 2>>"$log" || { say "SDPA comparison FAILED"; status=1; }
+    --results "$out/results.json" --table "$out/results.txt" 2>>"$log"
+  rc=$?
+  # 3: no torch or no GPU there (said in the table); the kernel table is still written.
+  if ((rc == 3)); then gpu=0; elif ((rc != 0)); then say "PyTorch comparison FAILED"; status=1; fi
 fi
 say "done in $(($(date +%s) - start)) s; results in $out"
 # sdpa_compare.py printed the table last, so it ends the device tool's output tail.

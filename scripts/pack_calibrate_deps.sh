@@ -2,7 +2,8 @@
 # Copies what the device machine lacks for scripts/gpu_calibrate.sh into an ignored folder that the
 # device tool carries: Google Benchmark's headers and shared library (Debian 12's 1.7.1; it needs
 # only glibc >= 2.32 and libstdc++ >= GLIBCXX_3.4.30, which an image with nvcc 13 and Python 3.12
-# has). The kernels' own deps (googletest) come from scripts/pack_device_deps.sh into the same folder.
+# has). It replaces only DIR/benchmark: scripts/pack_device_deps.sh's DIR/usr and DIR/googletest
+# (the full tree's deps, Google Benchmark included) stay, whichever runs first.
 #   scripts/pack_calibrate_deps.sh [DIR]      default DIR: build-device-deps (ignored by /build*/)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,6 +5,7 @@
 
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/step_time.h"
+#include "sim/pool_sizing.h"
 #include "sim/settled_forecast.h"
 
 namespace metronome {
@@ -44,15 +45,11 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
     : scenario_(s),
       cost_(cost),
       observer_(observer),
-      sizing_(pool),
-      pool_(usable_blocks(s, sizing_)),
+      pool_(usable_blocks(s, pool)),
       window_(s.kv_policy.window()),
       period_(from_seconds(s.workload.frame_period_s)),
-      deadline_(from_seconds(s.workload.deadline())),
-      silence_after_(from_seconds(s.engine.silence_after_s.value())),
       horizon_(from_seconds(s.horizon_s)),
       jitter_(from_seconds(s.workload.frame_jitter_s)),
-      sample_period_(from_seconds(s.output.sample_period_s)),
       block_size_(s.engine.block_size),
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
@@ -65,24 +62,23 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       jitter_rng_(s.seed, "jitter"),
       arrivals_(make_arrival_process(s.workload.arrival)),
       durations_(make_duration_distribution(s.workload.duration)),
-      next_sample_(sample_period_) {
+      admission_(s.admission.policy->make_controller(s.workload.deadline())),
+      control_on_(admission_->adaptive()),
+      ledger_(s, result_, observer, control_on_) {
   if (period_ < 1) period_ = 1;
   if (vllm_scheduler(s)) {
     preempt_policy_ = false;
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
-  admission_ = s.admission.policy->make_controller(s.workload.deadline());
   // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
   const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
   memory_guard_ = s.admission.memory_guard == "on" ||
                   (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
-  control_on_ = admission_->adaptive();
   control_true_ = s.admission.control_loop().signal == "true";
   control_period_ = std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s));
-  if (sample_period_ < 1) sample_period_ = next_sample_ = 1;
 }
 
 RunResult Engine::run() {
@@ -93,7 +89,7 @@ RunResult Engine::run() {
     events_.push(control_period_, EventKind::kControl);
   while (!events_.empty() && events_.top().time <= horizon_) {
     const Event e = events_.pop();
-    sample_until(e.time);
+    ledger_.sample_until(e.time, sessions_, [this] { return gauges(); });
     switch (e.kind) {
       case EventKind::kDeparture:
         if (incarnation_[e.target] == e.incarnation) on_departure(e.target);
@@ -142,7 +138,7 @@ void Engine::on_arrival(Time now) {
   ++result_.sessions_arrived;
   if (live_ >= admission_->cap()) {
     ++result_.sessions_rejected;
-    ++interval_rejected_;
+    ledger_.note_rejected();
     return;
   }
   // The call's length is drawn now; its frames and worst-case blocks follow from it.
@@ -158,12 +154,14 @@ void Engine::on_arrival(Time now) {
     if (reserved_ + reserve > pool_.capacity()) {
       ++result_.sessions_rejected;
       ++result_.admission.rejected_by_memory;
-      ++interval_rejected_;
+      ledger_.note_rejected();
       return;
     }
     reserved_ += reserve;
   }
 
+  if (now == last_arrival_) shared_arrival_ = true;
+  last_arrival_ = now;
   const int64_t id = new_slot();
   Session& s = sessions_[id];
   s.arrival = now;
@@ -217,16 +215,13 @@ int64_t Engine::split(int64_t id, int64_t keep) {
 // A session re-queued right behind an identical cohort whose members were admitted just before it
 // joins that cohort; its slot (and the departure scheduled for it) retire.
 bool Engine::absorb_into_back(int64_t id) {
-  if (!cohorts_ || ready_.empty()) return false;
+  if (!cohorts_ || !shared_arrival_ || ready_.empty()) return false;
   const Ticket b = ready_.back();
   Session& c = sessions_[b.id];
   const Session& s = sessions_[id];
-  if (incarnation_[b.id] != b.incarnation || c.state != Session::State::kLive ||
-      s.state != Session::State::kLive || c.in_step || c.stalled || s.stalled ||
-      c.admit_order + c.count != s.admit_order || c.arrival != s.arrival || c.end != s.end ||
-      c.next_frame != s.next_frame || c.next_release != s.next_release || c.ctx != s.ctx ||
-      c.held != s.held || c.recompute != s.recompute || c.frames_total != s.frames_total ||
-      c.reserve != s.reserve) {
+  if (incarnation_[b.id] != b.incarnation || c.admit_order + c.count != s.admit_order ||
+      c.state != Session::State::kLive || c.in_step || c.stalled ||
+      static_cast<const CohortState&>(c) != static_cast<const CohortState&>(s)) {
     return false;
   }
   c.count += s.count;
@@ -247,9 +242,7 @@ void Engine::on_departure(int64_t id) {
     if (!preempt_policy_) ++blocked_dead_;  // its entry in blocked_ is now dead
   }
   s.state = Session::State::kGone;
-  count_unserved(s, s.frames_total);
-  departed_due_ += s.frames_total * s.count;
-  late_or_lost_ += std::max<int64_t>(0, s.frames_total - s.next_frame) * s.count;
+  ledger_.depart(s);
   live_ -= s.count;
   result_.sessions_departed += s.count;
   free_slots_.push_back(id);
@@ -262,32 +255,9 @@ void Engine::on_departure(int64_t id) {
   step_wanted_ = true;
 }
 
-void Engine::count_unserved(const Session& s, int64_t due_each) {
-  const int64_t due = due_each * s.count;
-  const int64_t unserved = std::max<int64_t>(0, due_each - s.next_frame) * s.count;
-  result_.frames_due += due;
-  result_.frames_silent += unserved;
-  result_.true_latency.add_censored(unserved);
-  // The serving layer answered each of them with silence at silence_after_s.
-  if (unserved > 0) {
-    result_.reported_latency.add(to_seconds(silence_after_), unserved);
-    if (silence_after_ > deadline_) result_.frames_reported_late += unserved;
-  }
-}
-
 void Engine::enqueue(int64_t id) {
   if (absorb_into_back(id)) return;
-  const Ticket t{id, incarnation_[id], next_seq_++};
-  const Time r = sessions_[id].next_release;
-  // Releases arrive nearly in order (one period apart), so the insertion point is almost always the
-  // back; equal times keep scheduling order, which makes the run deterministic.
-  if (ready_.empty() || sessions_[ready_.back().id].next_release <= r) {
-    ready_.push_back(t);
-    return;
-  }
-  size_t i = ready_.size();
-  while (i > 0 && sessions_[ready_[i - 1].id].next_release > r) --i;
-  ready_.insert(i, t);
+  ready_.push(ticket(id, next_seq_++));
 }
 
 bool Engine::reserve(const Ticket& t, Time now) {
@@ -300,8 +270,7 @@ bool Engine::reserve(const Ticket& t, Time now) {
     // As many members as fit go now, in admission order; the rest stay at the front of the queue.
     const int64_t fit = pool_.free() / need;
     if (fit > 0) {
-      const int64_t rest = split(id, fit);
-      ready_.push_front({rest, incarnation_[rest], t.seq});
+      ready_.push_front(ticket(split(id, fit), t.seq));
       fits = true;
     }
   }
@@ -375,7 +344,7 @@ size_t Engine::block(const Ticket& t) {
   }
   auto it = blocked_.end();
   const auto head = blocked_.begin() + static_cast<ptrdiff_t>(blocked_head_);
-  while (it != head && (!valid(*std::prev(it)) || before(t, *std::prev(it)))) --it;
+  while (it != head && (!valid(*std::prev(it)) || earlier(t, *std::prev(it)))) --it;
   return static_cast<size_t>(blocked_.insert(it, t) - blocked_.begin());
 }
 
@@ -385,6 +354,20 @@ void Engine::try_start_step(Time now) {
     vllm_start_step(now);
     return;
   }
+  const int64_t blocked = choose_batch(now);
+  if (batch_.empty()) {
+    // Nothing runnable now. Frames blocked on memory wait for a departure, which calls us.
+    wake_at_next_release(now);
+  }
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) ready_.push_front(*it);
+  if (blocked > 0 && observer_) observer_->on_stall(now, stalled_);
+  if (!batch_.empty()) start_step(now, pass_seconds());
+}
+
+// Takes ready frames into batch_ in service order, up to the batch cap, merging in the blocked
+// frames when blocks were freed since they failed; returns the members that could not get blocks.
+// Sessions the step could not take under preemption are left in kept_, in service order.
+int64_t Engine::choose_batch(Time now) {
   batch_.clear();
   kept_.clear();
   int64_t blocked = 0;
@@ -396,14 +379,15 @@ void Engine::try_start_step(Time now) {
   released_seen_ = pool_.released_total();
   size_t cursor = retry_blocked_ ? blocked_head_ : blocked_.size();
   while (batch_members_ < max_batch_) {
-    while (!ready_.empty() && !valid(ready_.front())) ready_.pop_front();
+    purge_ready_front();
     if (pool_.free() == 0) cursor = blocked_.size();
     while (cursor < blocked_.size() && !valid(blocked_[cursor])) ++cursor;
-    const bool from_ready = !ready_.empty() && sessions_[ready_.front().id].next_release <= now;
+    const bool from_ready = !ready_.empty() && ready_.front().release <= now;
     const bool from_blocked = cursor < blocked_.size();
     if (!from_ready && !from_blocked) break;
+    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
     Ticket t;
-    if (from_blocked && (!from_ready || before(blocked_[cursor], ready_.front()))) {
+    if (from_blocked && (!from_ready || earlier(blocked_[cursor], ready_.front()))) {
       t = blocked_[cursor];
       blocked_[cursor].incarnation = ~uint64_t{0};  // taken: a tombstone until compaction
       ++cursor;
@@ -413,10 +397,7 @@ void Engine::try_start_step(Time now) {
       ready_.pop_front();
     }
     const int64_t room = max_batch_ - batch_members_;
-    if (sessions_[t.id].count > room) {
-      const int64_t rest = split(t.id, room);
-      ready_.push_front({rest, incarnation_[rest], t.seq});
-    }
+    if (sessions_[t.id].count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
     if (reserve(t, now)) {
       sessions_[t.id].in_step = true;
       batch_members_ += sessions_[t.id].count;
@@ -437,45 +418,41 @@ void Engine::try_start_step(Time now) {
     blocked_dead_ = 0;
     blocked_head_ = 0;
   }
-  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) ready_.push_front(*it);
-  if (blocked > 0 && observer_) observer_->on_stall(now, stalled_);
+  return blocked;
+}
 
-  if (batch_.empty()) {
-    // Nothing runnable now. Frames blocked on memory wait for a departure, which calls us.
-    wake_at_next_release(now);
-    return;
-  }
-
+// The batch as forward passes: every member ingests its frame (with its prompt first, or its
+// history to recompute after a preemption) over its cached visible keys, then decodes.
+double Engine::pass_seconds() const {
   FramePasses passes;
-  for (const Ticket& t : batch_) {
-    const Session& s = sessions_[t.id];
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
+    const Session& s = sessions_[batch_[i].id];
     const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
     const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
     passes.add(s.count, q, cached, n_out_, window_);
   }
-  const double seconds = passes.seconds(cost_);
-  const Time duration = step_duration(seconds, cost_);
-  busy_ = true;
-  step_start_ = now;
-  events_.push(now + duration, EventKind::kStepDone);
+  return passes.seconds(cost_);
 }
 
+void Engine::start_step(Time now, double seconds) {
+  busy_ = true;
+  step_start_ = now;
+  events_.push(now + step_duration(seconds, cost_), EventKind::kStepDone);
+}
+
+// The next release among the queued sessions, once the step has taken every ready one.
 void Engine::wake_at_next_release(Time now) {
-  for (size_t i = 0; i < ready_.size(); ++i) {
-    const Ticket t = ready_[i];
-    const Session& s = sessions_[t.id];
-    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
-    if (s.next_release <= now) continue;
-    if (s.next_release < wake_at_) {
-      wake_at_ = s.next_release;
-      events_.push(wake_at_, EventKind::kEngineWake);
-    }
-    break;
+  purge_ready_front();
+  if (ready_.empty()) return;
+  const Time r = ready_.front().release;
+  if (r > now && r < wake_at_) {
+    wake_at_ = r;
+    events_.push(wake_at_, EventKind::kEngineWake);
   }
 }
 
 void Engine::note_exhaustion(Time now) {
-  result_.crashed = true;
   if (!result_.first_stall_s) {
     result_.first_stall_s = to_seconds(now);
     result_.admission.cap_at_first_stall = admission_->cap();
@@ -532,41 +509,19 @@ void Engine::vllm_start_step(Time now) {
 void Engine::vllm_step_done(Time now) {
   for (const VllmScheduler::FrameDone& d : vllm_->update_from_output(vllm_plan_)) {
     Session& s = sessions_[d.session];
-    serve_frame(s, now, s.arrival + d.frame * period_);
+    ledger_.serve(now - (s.arrival + d.frame * period_), s.count);
     ++s.next_frame;
   }
-}
-
-// The hot path: one call per served frame. It fills only the interval histograms; sample_until()
-// folds them into the run's totals once per sample.
-void Engine::serve_frame(Session& s, Time now, Time released) {
-  const Time latency = now - released;
-  const double latency_s = to_seconds(latency);
-  const int bin = LatencyHistogram::bin_of(latency_s);
-  const int64_t c = s.count;
-  interval_true_.add_bin(bin, latency_s, c);
-  interval_.frames_served += c;
-  if (latency <= deadline_) interval_.frames_on_time += c;
-  if (latency <= silence_after_) {
-    interval_answered_.add_bin(bin, latency_s, c);
-    if (control_on_) control_hist_.add_bin(bin, latency_s, c);
-    if (latency > deadline_) result_.frames_reported_late += c;
-  } else {
-    late_or_lost_ += c;
-    interval_late_ += c;
-    if (silence_after_ > deadline_) result_.frames_reported_late += c;
-  }
-  interval_.tokens_produced += n_out_ * c;
 }
 
 void Engine::on_step_done(Time now) {
   busy_ = false;
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
-  ++control_steps_;
-  control_frames_ += batch_members_;
   if (vllm_) vllm_step_done(now);
-  for (const Ticket& t : batch_) {
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
+    const Ticket& t = batch_[i];
     Session& s = sessions_[t.id];
     if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
@@ -577,7 +532,7 @@ void Engine::on_step_done(Time now) {
     s.held = keep;
     result_.max_resident_blocks_per_session =
         std::max(result_.max_resident_blocks_per_session, keep);
-    serve_frame(s, now, s.next_release);
+    ledger_.serve(now - s.next_release, s.count);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
       s.next_release = release_time(s, s.next_frame);
@@ -589,102 +544,14 @@ void Engine::on_step_done(Time now) {
   step_wanted_ = true;
 }
 
-int64_t Engine::frames_due_by(const Session& s, Time t) const {
-  if (t < s.arrival) return 0;
-  return std::min(s.frames_total, (t - s.arrival) / period_ + 1);
-}
-
-// Interval accounting is by deadline, so that a frame released just before a sample boundary and
-// served just after it is not miscounted: a frame is due in the interval holding its deadline
-// (release + silence_after_s), and silent in the interval where its deadline passed unanswered.
-void Engine::sample_until(Time t) {
-  while (next_sample_ <= t && next_sample_ <= horizon_) {
-    const Time at = next_sample_;
-    int64_t due = 0;
-    const int64_t silent = silent_by(at - silence_after_, &due);
-    if (observer_) {
-      Sample& x = interval_;
-      x.t_s = to_seconds(at);
-      x.pool_used_blocks = pool_.used();
-      x.pool_fraction = pool_.occupancy();
-      x.live_sessions = live_;
-      x.stalled_sessions = stalled_;
-      x.frames_due = std::max<int64_t>(0, due - due_at_last_sample_);
-      const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_sample_);
-      fill_interval_stats(x, interval_answered_, interval_true_, padded, to_seconds(silence_after_),
-                          to_seconds(deadline_));
-      const int64_t cap = admission_->cap();
-      x.admission_cap = cap == kNoCap ? -1 : cap;
-      x.sessions_rejected = interval_rejected_;
-      x.admission_signal_s = last_signal_s_;
-      observer_->on_sample(x);
-    }
-    if (2 * at >= horizon_) {  // the steady state N* and the missed-deadline flag are read over
-      ++last_half_live_[live_];
-      last_half_due_ += std::max<int64_t>(0, due - due_at_last_sample_);
-      last_half_on_time_ += interval_.frames_on_time;
-      result_.steady_reported_latency.merge(interval_answered_);
-      if (interval_late_ > 0) {
-        result_.steady_reported_latency.add(to_seconds(silence_after_), interval_late_);
-      }
-    }
-    due_at_last_sample_ = due;
-    silent_at_last_sample_ = silent;
-    fold_interval();
-    next_sample_ += sample_period_;
-  }
-}
-
-void Engine::fold_interval() {
-  result_.true_latency.merge(interval_true_);
-  result_.reported_latency.merge(interval_answered_);
-  if (interval_late_ > 0) result_.reported_latency.add(to_seconds(silence_after_), interval_late_);
-  result_.frames_served += interval_.frames_served;
-  result_.frames_on_time += interval_.frames_on_time;
-  result_.frames_silent += interval_late_;
-  result_.tokens_produced += interval_.tokens_produced;
-  interval_ = Sample{};
-  interval_answered_.clear();
-  interval_true_.clear();
-  interval_late_ = 0;
-  interval_rejected_ = 0;
-}
-
-// Frames whose silence deadline (release + silence_after_s) passed by `released_by +
-// silence_after_s` without output in time, since the start; `due` gets the frames due by then.
-// O(sessions).
-int64_t Engine::silent_by(Time released_by, int64_t* due) const {
-  int64_t d_total = departed_due_;
-  int64_t silent = late_or_lost_;
-  for (const Session& s : sessions_) {
-    if (s.state == Session::State::kGone) continue;
-    const int64_t d = frames_due_by(s, released_by);
-    d_total += d * s.count;
-    silent += std::max<int64_t>(0, d - s.next_frame) * s.count;
-  }
-  if (due) *due = d_total;
-  return silent;
-}
-
-// One control interval ends: the signal is the configured quantile over the frames answered within
-// silence_after_s in the interval, plus the frames padded with silence in it (their silence
-// deadline passed unanswered): at silence_after_s in the reported view, censored (+inf) in the
-// true.
+// One control interval ends: the signal is the configured quantile of the interval's frames
+// (FrameLedger::close_control_interval).
 void Engine::on_control(Time now) {
-  const int64_t silent = silent_by(now - silence_after_, nullptr);
-  const int64_t padded = std::max<int64_t>(0, silent - silent_at_last_control_);
-  silent_at_last_control_ = silent;
-  if (padded > 0) {
-    if (control_true_) {
-      control_hist_.add_censored(padded);
-    } else {
-      control_hist_.add(to_seconds(silence_after_), padded);
-    }
-  }
+  LatencyHistogram& hist = ledger_.close_control_interval(now, sessions_, control_true_);
   ControlSignal sig;
   sig.now = now;
-  sig.frames = control_hist_.total();
-  sig.latency_s = control_hist_.percentile(scenario_.admission.control_loop().quantile);
+  sig.frames = hist.total();
+  sig.latency_s = hist.percentile(scenario_.admission.control_loop().quantile);
   sig.live = live_;
   sig.settled_latency_s = settled_latency(sig.latency_s);
   last_signal_s_ = sig.latency_s;
@@ -700,8 +567,7 @@ void Engine::on_control(Time now) {
   }
   max_cap_seen_ = std::max(max_cap_seen_, after);
   if (2 * now >= horizon_) ++last_half_caps_[after];
-  control_hist_.clear();
-  control_steps_ = control_frames_ = 0;
+  hist.clear();
   if (now + control_period_ <= horizon_) events_.push(now + control_period_, EventKind::kControl);
 }
 
@@ -717,7 +583,8 @@ void Engine::summarise_admission() {
   a.memory_guard = memory_guard_;
   if (memory_guard_ && window_reserve_ > 0) a.memory_cap = pool_.capacity() / window_reserve_;
   if (last_half_caps_.empty()) last_half_caps_[cap] = 1;
-  if (last_half_live_.empty()) last_half_live_[live_] = 1;
+  std::map<int64_t, int64_t> last_half_live = ledger_.last_half_live();
+  if (last_half_live.empty()) last_half_live[live_] = 1;
   // The p-quantile of a last-half distribution (value -> instants): the smallest value whose
   // cumulative count reaches p x n.
   auto q = [](const std::map<int64_t, int64_t>& m, double p) {
@@ -732,9 +599,9 @@ void Engine::summarise_admission() {
     }
     return static_cast<double>(m.rbegin()->first);
   };
-  a.n_star = q(last_half_live_, 0.5);
-  a.live_p5 = q(last_half_live_, 0.05);
-  a.live_p95 = q(last_half_live_, 0.95);
+  a.n_star = q(last_half_live, 0.5);
+  a.live_p5 = q(last_half_live, 0.05);
+  a.live_p95 = q(last_half_live, 0.95);
   a.cap_median = q(last_half_caps_, 0.5);
   a.cap_p5 = q(last_half_caps_, 0.05);
   a.cap_p25 = q(last_half_caps_, 0.25);
@@ -742,9 +609,7 @@ void Engine::summarise_admission() {
   a.cap_p95 = q(last_half_caps_, 0.95);
   if (result_.first_stall_s) a.flags.push_back("stalled");
   if (static_cast<double>(cap) < 0.5 * *a.n_star) a.flags.push_back("collapsed");
-  if (100 * (last_half_due_ - last_half_on_time_) > last_half_due_) {
-    a.flags.push_back("missed_deadlines");
-  }
+  if (ledger_.missed_deadlines()) a.flags.push_back("missed_deadlines");
 }
 
 // The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;
@@ -787,14 +652,12 @@ double Engine::settled_latency(double observed) const {
   return observed * periodic_latency_quantile(std::move(settled), shape, cost_, q) / base;
 }
 
+EngineGauges Engine::gauges() const {
+  return {pool_.used(), pool_.occupancy(), live_, stalled_, admission_->cap(), last_signal_s_};
+}
+
 void Engine::finish() {
-  sample_until(horizon_);
-  fold_interval();  // frames served after the last sample
-  for (size_t i = 0; i < sessions_.size(); ++i) {
-    const Session& s = sessions_[i];
-    if (s.state == Session::State::kGone) continue;
-    count_unserved(s, frames_due_by(s, horizon_));
-  }
+  ledger_.finish(sessions_, [this] { return gauges(); });
   result_.end_s = to_seconds(horizon_);
   result_.peak_pool_blocks = pool_.peak();
   result_.final_pool_blocks = pool_.used();

@@ -101,7 +101,7 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
 }
 
 json run_result_json(const RunResult& r) {
-  return {{"crashed", r.crashed},
+  return {{"crashed", r.crashed()},
           {"first_stall_s", opt(r.first_stall_s)},
           {"first_preempt_s", opt(r.first_preempt_s)},
           {"sessions_arrived", r.sessions_arrived},
@@ -203,8 +203,8 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
   o << prediction_text(s, p);
   o << fmt::format("cost model {}\n", cost_label);
   o << fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
-                   r.crashed ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
-                             : std::string("no stall"));
+                   r.crashed() ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
+                               : std::string("no stall"));
   if (r.first_stall_s) {
     auto err = [&](const std::optional<double>& pred) {
       return pred && *pred > 0 ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred)

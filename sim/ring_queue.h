@@ -17,6 +17,8 @@ class RingQueue {
   const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
   T& front() { return (*this)[0]; }
   T& back() { return (*this)[size_ - 1]; }
+  const T& front() const { return (*this)[0]; }
+  const T& back() const { return (*this)[size_ - 1]; }
 
   void push_back(const T& v) {
     grow_if_full();
@@ -32,11 +34,6 @@ class RingQueue {
   void pop_front() {
     head_ = (head_ + 1) & mask_;
     --size_;
-  }
-  // Inserts before logical position i, shifting the later elements back by one.
-  void insert(size_t i, const T& v) {
-    push_back(v);
-    for (size_t k = size_ - 1; k > i; --k) std::swap((*this)[k], (*this)[k - 1]);
   }
 
  private:

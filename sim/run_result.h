@@ -36,8 +36,9 @@ struct AdmissionSummary {
 
 struct RunResult {
   // Outcome
-  bool crashed = false;                 // a frame could not get blocks (stall or preemption)
   std::optional<double> first_stall_s;  // when the pool first refused an allocation
+  // A frame could not get blocks (stall or preemption).
+  bool crashed() const { return first_stall_s.has_value(); }
   std::optional<double> first_preempt_s;
   // Sessions
   int64_t sessions_arrived = 0;

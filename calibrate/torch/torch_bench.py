@@ -12,7 +12,8 @@ per grid point (calibrate/torch/grids.json, written from calibrate/grid.cpp):
 
 Attention, both ways, sinks + window from the rule of core/kv_window.h (kv_window.py, a tested
 port): SDPA on the keys the step can see (the sinks and the window, gathered: what a paged engine
-holds), with a boolean mask where the queries need one; FlexAttention on the session's whole KV
+holds), with a boolean mask where the queries need one (GQA then folded into the query length, since the
+fused SDPA kernels take no mask with enable_gqa); FlexAttention on the session's whole KV
 with a block mask built from the same rule (blocks outside sinks + window are skipped). With
 --attention both the faster of the two is kept per shape and the benchmark says which
 (attention_impl); the SDPA backend that ran (flash, efficient, cudnn or math) is logged per point.
@@ -115,6 +116,14 @@ class Step:
         # (decode: one query, and every gathered key is visible to it).
         allowed = [[kv_window.key_visible(ctx + i, k, W, S) for k in idx] for i in range(q)]
         self.mask = None if all(all(r) for r in allowed) else torch.tensor(allowed, device=device)
+        # SDPA's fused kernels take no mask with enable_gqa (a mask with GQA runs the math backend):
+        # with a mask, the G query heads of a KV head are folded into the query length instead
+        # ([B, K, G * q, d], the mask repeated G times), which the efficient and cuDNN kernels take
+        # without copying K or V.
+        self.G = H // K
+        self.sdpa_layout = "enable_gqa" if self.mask is None or self.G == 1 else "folded_gqa"
+        if self.sdpa_layout == "folded_gqa":
+            self.mask = self.mask.repeat(self.G, 1)
         self.block_mask = None
         self.device = device
 
@@ -123,8 +132,15 @@ class Step:
         from torch.nn.attention import sdpa_kernel
         F = t.nn.functional
 
+        B, q = self.q.shape[0], self.q.shape[2]
+
         def run():
             with sdpa_kernel([backend]):
+                if self.sdpa_layout == "folded_gqa":
+                    out = F.scaled_dot_product_attention(
+                        self.q.view(B, self.K, self.G * q, self.d), self.k_vis, self.v_vis,
+                        attn_mask=self.mask)
+                    return out.view(B, self.H, q, self.d)
                 return F.scaled_dot_product_attention(self.q, self.k_vis, self.v_vis,
                                                       attn_mask=self.mask,
                                                       enable_gqa=self.H != self.K)
@@ -174,7 +190,9 @@ def sdpa_backend(torch, step):
     for b in order:
         try:
             step.sdpa(b)()
-            return b, b.name.lower()
+            if step.device.type == "cuda":
+                torch.cuda.synchronize()
+            return b, f"{b.name.lower()} ({step.sdpa_layout})"
         except RuntimeError:
             continue
     raise RuntimeError("no SDPA backend accepts this shape")

@@ -81,7 +81,7 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s, const CostModel& c
   row["seed"] = s.seed;
   const auto values = spec.values_of(spec.point_of(run));
   for (size_t i = 0; i < spec.axes.size(); ++i) row[axis_column(spec.axes[i])] = values[i];
-  row["crashed"] = r.crashed;
+  row["crashed"] = r.crashed();
   row["first_stall_s"] = opt(r.first_stall_s);
   row["t_sat_predicted_s"] = opt(p.t_sat_blocks_s);
   row["sessions_arrived"] = r.sessions_arrived;
@@ -291,6 +291,12 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
   a["n_star_median"] = stat(nstar, 0.5);
   a["n_star_p5"] = stat(nstar, 0.05);
   a["n_star_p95"] = stat(nstar, 0.95);
+  a["n_star_min"] = stat(nstar, 0.0);
+  a["n_star_max"] = stat(nstar, 1.0);
+  // Runs whose N* is not a schedulable concurrency (stalled, collapsed, missed deadlines).
+  int64_t flagged = 0;
+  for (const auto& r : rows) flagged += r["admission_flags"].get<std::string>().empty() ? 0 : 1;
+  a["admission_flagged_runs"] = flagged;
   const auto rp50 = column(rows, "reported_p50_s");
   const auto rp99 = column(rows, "reported_p99_s");
   const auto tp99 = column(rows, "true_p99_s");

@@ -139,4 +139,80 @@ inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
+// Largest error of one output row (one token's one query head, row_len values), each row's
+// ||a_r - b_r|| / max(||b_r||, 1e-3 sqrt(row_len)): the whole-output L2 dilutes one wrong row among
+// thousands; this does not. NaN if either holds a NaN.
+inline double max_row_rel_err(const std::vector<float>& a, const std::vector<float>& b,
+                              size_t row_len) {
+  double worst = 0;
+  const double floor = 1e-3 * std::sqrt(static_cast<double>(row_len));
+  for (size_t r = 0; r + row_len <= b.size(); r += row_len) {
+    double num = 0, den = 0;
+    for (size_t x = r; x < r + row_len; ++x) {
+      const double d = double{a[x]} - double{b[x]};
+      num += d * d;
+      den += double{b[x]} * double{b[x]};
+    }
+    const double e = std::sqrt(num) / std::max(std::sqrt(den), floor);
+    if (std::isnan(e)) return e;
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+// The frame's attention as dense attention per session and query head under a mask written out
+// here from the definition (causal, and sinks or inside the window), not through kv_window.h:
+// the independent check on the paged reference. Output [total_q, q_heads, head_dim].
+inline std::vector<float> dense_masked_attention(const Frame& f) {
+  const FrameSpec& spec = f.spec;
+  const int32_t d = spec.head_dim, qh = f.q_heads(), bs = spec.block_size;
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  std::vector<float> result(f.q.size(), std::nanf(""));
+  const auto view = f.cache_before.view();
+  for (size_t s = 0; s < spec.sessions.size(); ++s) {
+    const int32_t nk = f.seq_lens[s], nq = spec.sessions[s].q_len, ctx = spec.sessions[s].ctx;
+    for (int32_t h = 0; h < qh; ++h) {
+      const int32_t g = h / spec.group;
+      // Dense K/V of this session: history from cache_before's blocks (released ones are never
+      // visible, so zeros stand in), new tokens from k_new/v_new.
+      std::vector<float> k(static_cast<size_t>(nk) * d, 0.f), v = k, q(size_t(nq) * d),
+                                                              out(size_t(nq) * d);
+      for (int32_t p = 0; p < nk; ++p) {
+        const float* ks;
+        const float* vs;
+        if (p < ctx) {
+          const int32_t blk = f.tables[s * f.max_blocks + p / bs];
+          if (blk < 0) continue;
+          ks = view.k + view.offset(blk, p % bs, g);
+          vs = view.v + view.offset(blk, p % bs, g);
+        } else {
+          const size_t t = f.q_start[s] + (p - ctx);
+          ks = f.k_new.data() + (t * spec.kv_heads + g) * d;
+          vs = f.v_new.data() + (t * spec.kv_heads + g) * d;
+        }
+        std::copy_n(ks, d, k.begin() + int64_t{p} * d);
+        std::copy_n(vs, d, v.begin() + int64_t{p} * d);
+      }
+      std::vector<uint8_t> mask(static_cast<size_t>(nq) * nk);
+      for (int32_t i = 0; i < nq; ++i) {
+        const int64_t pos = ctx + i;
+        for (int32_t j = 0; j < nk; ++j) {
+          const bool causal = j <= pos;
+          const bool sink = j < spec.window.sinks;
+          const bool in_window = spec.window.window < 0 || pos - spec.window.window <= j;
+          mask[size_t(i) * nk + j] = causal && (sink || in_window);
+        }
+        const size_t t = f.q_start[s] + i;
+        std::copy_n(f.q.data() + (t * qh + h) * d, d, q.begin() + int64_t{i} * d);
+      }
+      reference::masked_attention_ref(q, k, v, mask, nq, nk, d, scale, out);
+      for (int32_t i = 0; i < nq; ++i) {
+        const size_t t = f.q_start[s] + i;
+        std::copy_n(out.begin() + int64_t{i} * d, d, result.begin() + (t * qh + h) * d);
+      }
+    }
+  }
+  return result;
+}
+
 }  // namespace metronome::kernels::testing

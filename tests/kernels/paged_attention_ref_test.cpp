@@ -142,53 +142,11 @@ TEST(PagedAttentionRef, SinksPlusWindowEqualsExplicitMask) {
     spec.seed = 7 + static_cast<uint64_t>(c.block);
     const Frame f = make_frame(spec);
     const auto paged = run_ref(f, spec.window);
-    const int32_t d = spec.head_dim, qh = f.q_heads();
-    for (size_t s = 0; s < spec.sessions.size(); ++s) {
-      const int32_t nk = f.seq_lens[s], nq = spec.sessions[s].q_len, ctx = spec.sessions[s].ctx;
-      for (int32_t h = 0; h < qh; ++h) {
-        const int32_t g = h / spec.group;
-        // Dense K/V of this session: history from cache_before's blocks (released ones are never
-        // visible, so zeros stand in), new tokens from k_new/v_new.
-        std::vector<float> k(static_cast<size_t>(nk) * d, 0.f), v = k, q(nq * d), out(nq * d);
-        for (int32_t p = 0; p < nk; ++p) {
-          const float* ks;
-          const float* vs;
-          if (p < ctx) {
-            const int32_t blk = f.tables[s * f.max_blocks + p / c.block];
-            if (blk < 0) continue;
-            const auto view = f.cache_before.view();
-            ks = view.k + view.offset(blk, p % c.block, g);
-            vs = view.v + view.offset(blk, p % c.block, g);
-          } else {
-            const size_t t = f.q_start[s] + (p - ctx);
-            ks = f.k_new.data() + (t * spec.kv_heads + g) * d;
-            vs = f.v_new.data() + (t * spec.kv_heads + g) * d;
-          }
-          std::copy_n(ks, d, k.begin() + p * d);
-          std::copy_n(vs, d, v.begin() + p * d);
-        }
-        std::vector<uint8_t> mask(static_cast<size_t>(nq) * nk);
-        for (int32_t i = 0; i < nq; ++i) {
-          const int32_t pos = ctx + i;
-          for (int32_t j = 0; j < nk; ++j) {
-            const bool causal = j <= pos;
-            const bool sink = j < c.sinks;
-            const bool in_window = pos - c.window <= j;
-            mask[i * nk + j] = causal && (sink || in_window);
-          }
-          const size_t t = f.q_start[s] + i;
-          std::copy_n(f.q.data() + (t * qh + h) * d, d, q.begin() + i * d);
-        }
-        reference::masked_attention_ref(q, k, v, mask, nq, nk, d, 1.f / std::sqrt(float(d)), out);
-        for (int32_t i = 0; i < nq; ++i) {
-          const size_t t = f.q_start[s] + i;
-          for (int32_t x = 0; x < d; ++x) {
-            ASSERT_NEAR(paged[(t * qh + h) * d + x], out[i * d + x], 1e-6)
-                << "block " << c.block << " W " << c.window << " S " << c.sinks << " session " << s
-                << " head " << h << " query " << i;
-          }
-        }
-      }
+    const auto dense = testing::dense_masked_attention(f);
+    ASSERT_EQ(paged.size(), dense.size());
+    for (size_t x = 0; x < paged.size(); ++x) {
+      ASSERT_NEAR(paged[x], dense[x], 1e-6)
+          << "block " << c.block << " W " << c.window << " S " << c.sinks << " element " << x;
     }
   }
 }

@@ -44,7 +44,7 @@ TEST(RealtimeEngine, UnboundedStallsAtTheFrameTheBlockCountGives) {
   const RealtimeResult& r = run.r;
   // 4 sessions x 6 tokens a frame, 16-token blocks, 64 blocks: frame k needs ceil(6 (k + 1) / 16)
   // blocks per session, more than 16 first at k = 42.
-  ASSERT_TRUE(r.run.crashed);
+  ASSERT_TRUE(r.run.crashed());
   EXPECT_EQ(*r.first_stall_frame, 42);
   EXPECT_DOUBLE_EQ(*r.first_stall_release_s, 4.2);
   EXPECT_NEAR(*r.run.first_stall_s, 4.2, 1e-9);  // the fake engine keeps up: it tries at release
@@ -62,7 +62,7 @@ TEST(RealtimeEngine, UnboundedStallsAtTheFrameTheBlockCountGives) {
 
   // The simulator on the same scenario: same outcome, same frame counts, same saturation time.
   const RunResult sim = simulate(s);
-  EXPECT_TRUE(sim.crashed);
+  EXPECT_TRUE(sim.crashed());
   EXPECT_DOUBLE_EQ(*sim.first_stall_s, *r.first_stall_release_s);
   EXPECT_EQ(sim.frames_due, r.run.frames_due);
   EXPECT_EQ(sim.frames_served, r.run.frames_served);
@@ -131,7 +131,7 @@ TEST(RealtimeEngine, WindowedHoldsWhatKvWindowSaysAndConservesBlocks) {
   const kv::Window w = s.kv_policy.window();
   const FakeRun run = run_fake(s);
   const RealtimeResult& r = run.r;
-  EXPECT_FALSE(r.run.crashed);
+  EXPECT_FALSE(r.run.crashed());
   // Every frame is served but the one released at the horizon itself (t = 6 s), whose step ends
   // after the run: 61 due, 60 served per session, in both.
   EXPECT_EQ(r.run.frames_served, 4 * 60);
@@ -149,7 +149,7 @@ TEST(RealtimeEngine, WindowedHoldsWhatKvWindowSaysAndConservesBlocks) {
   EXPECT_EQ(r.run.final_pool_blocks, 4 * kv::step_blocks(6 * 60, 6, w, 16));
   for (const PoolPoint& p : r.pool) EXPECT_LE(p.used_blocks, 4 * max_step);
   const RunResult sim = simulate(s);
-  EXPECT_FALSE(sim.crashed);
+  EXPECT_FALSE(sim.crashed());
   EXPECT_EQ(sim.frames_served, r.run.frames_served);
   EXPECT_EQ(sim.frames_silent, r.run.frames_silent);
   EXPECT_EQ(sim.peak_pool_blocks, r.run.peak_pool_blocks);
@@ -159,7 +159,7 @@ TEST(RealtimeEngine, WindowedHoldsWhatKvWindowSaysAndConservesBlocks) {
 TEST(RealtimeEngine, DeparturesReturnEveryBlock) {
   const Scenario s = load("tiny_cpu_unbounded.json", {"workload.duration.seconds=2"});
   const FakeRun run = run_fake(s);
-  EXPECT_FALSE(run.r.run.crashed);
+  EXPECT_FALSE(run.r.run.crashed());
   EXPECT_EQ(run.r.run.sessions_departed, 4);
   EXPECT_EQ(run.r.run.final_pool_blocks, 0);
   EXPECT_EQ(run.r.run.blocks_allocated, run.r.run.blocks_released);
@@ -173,7 +173,7 @@ TEST(RealtimeEngine, PreemptRecomputeEvictsTheNewestAndRecomputesItsHistory) {
                                                       "workload.arrival.interval_s=0.3"});
   const FakeRun run = run_fake(s);
   const RealtimeResult& r = run.r;
-  ASSERT_TRUE(r.run.crashed);
+  ASSERT_TRUE(r.run.crashed());
   EXPECT_GT(r.run.preemptions, 0);
   ASSERT_TRUE(r.run.first_preempt_s.has_value());
   // A resumed session's ingest pass recomputes its whole history: q_len = ctx + 4 > one frame.
@@ -191,7 +191,7 @@ TEST(RealtimeEngine, PreemptRecomputeEvictsTheNewestAndRecomputesItsHistory) {
   EXPECT_EQ(r.run.blocks_allocated - r.run.blocks_released, r.run.final_pool_blocks);
   for (const PoolPoint& p : r.pool) EXPECT_LE(p.used_blocks, 64);
   const RunResult sim = simulate(s);
-  EXPECT_TRUE(sim.crashed);
+  EXPECT_TRUE(sim.crashed());
   EXPECT_NEAR(*sim.first_preempt_s, *r.run.first_preempt_s, 0.01);
 }
 

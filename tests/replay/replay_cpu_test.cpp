@@ -32,8 +32,8 @@ ReplayRun run(const std::string& name) {
 TEST(ReplayCpu, UnboundedHitsTheCliffWhereTheSimulatorSays) {
   const ReplayRun r = run("tiny_cpu_unbounded.json");
   METRONOME_SKIP_UNLESS_REAL_TIME(r);
-  ASSERT_TRUE(r.measured.run.crashed);
-  ASSERT_TRUE(r.sim.crashed);
+  ASSERT_TRUE(r.measured.run.crashed());
+  ASSERT_TRUE(r.sim.crashed());
   const double measured = *r.measured.first_stall_release_s;
   const double simulated = *r.sim.first_stall_s;
   EXPECT_LE(std::abs(simulated - measured), 0.10 * measured)
@@ -51,8 +51,8 @@ TEST(ReplayCpu, WindowedNeverStallsInEither) {
   const ReplayRun r = run("tiny_cpu_windowed.json");
   // Under load the real engine batches late frames together and its peak differs: skip, as above.
   METRONOME_SKIP_UNLESS_REAL_TIME(r);
-  EXPECT_FALSE(r.measured.run.crashed);
-  EXPECT_FALSE(r.sim.crashed);
+  EXPECT_FALSE(r.measured.run.crashed());
+  EXPECT_FALSE(r.sim.crashed());
   EXPECT_EQ(r.measured.run.peak_pool_blocks, r.sim.peak_pool_blocks);
   EXPECT_TRUE(replay_json(r)["agreement"]["crash_outcome_same"].get<bool>());
 }

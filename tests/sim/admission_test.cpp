@@ -25,7 +25,7 @@ TEST(Admission, WindowedAimdSettlesInABandBelowTheMemoryCapWithoutStalling) {
   const auto p = predict_first_order(s);
   ASSERT_TRUE(p.memory_cap_sessions);
   const auto& a = r.admission;
-  EXPECT_FALSE(r.crashed);
+  EXPECT_FALSE(r.crashed());
   // Only frames still in flight at the horizon count as silent.
   EXPECT_LT(static_cast<double>(r.frames_silent), 1e-4 * static_cast<double>(r.frames_due));
   ASSERT_TRUE(a.n_star);
@@ -49,7 +49,7 @@ TEST(Admission, UnboundedAimdOverAdmitsAndStalls) {
   const RunResult r = simulate(s);
   const auto p = predict_first_order(s);
   const auto& a = r.admission;
-  ASSERT_TRUE(r.crashed);
+  ASSERT_TRUE(r.crashed());
   EXPECT_NE(std::find(a.flags.begin(), a.flags.end(), "stalled"), a.flags.end());
   ASSERT_TRUE(r.first_stall_s);
   EXPECT_LT(*r.first_stall_s, s.horizon_s / 2);
@@ -65,7 +65,7 @@ TEST(Admission, UnboundedAimdOverAdmitsAndStalls) {
   EXPECT_GT(static_cast<double>(r.frames_silent), 0.5 * static_cast<double>(r.frames_due));
   // The same controller on windowed KV admits more and never stalls (the contrast).
   const RunResult w = simulate(contrast("windowed"));
-  EXPECT_FALSE(w.crashed);
+  EXPECT_FALSE(w.crashed());
 }
 
 TEST(Admission, StaticCapRejectsAboveTheCapAndNeverEvicts) {
@@ -189,7 +189,7 @@ TEST(Admission, GradientLimitsTheWindowedScenarioWithoutStalling) {
 
 TEST(Admission, TrueSignalIsAccepted) {
   const RunResult r = simulate(contrast("windowed", {"admission.signal=\"true\""}));
-  EXPECT_FALSE(r.crashed);
+  EXPECT_FALSE(r.crashed());
   EXPECT_GT(*r.admission.n_star, 100);
 }
 

@@ -72,7 +72,7 @@ TEST(Engine, UnboundedAllAtOnceSaturatesAtFirstOrderTime) {
     const auto p = predict_first_order(s);
     const RunResult r = simulate(s);
     SCOPED_TRACE("N=" + std::to_string(c.n) + " block=" + std::to_string(c.block));
-    ASSERT_TRUE(r.crashed);
+    ASSERT_TRUE(r.crashed());
     ASSERT_TRUE(p.t_sat_blocks_s && p.t_sat_continuous_s);
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_blocks_s), 0.01);
     // The continuous form ignores block rounding: within one block per session of the whole-block
@@ -94,7 +94,7 @@ TEST(Engine, WindowedAtTheSameLoadNeverStallsAndStaysBounded) {
     const auto cost = make_cost_model(s);
     Engine e(s, *cost, &obs);
     const RunResult r = e.run();
-    EXPECT_FALSE(r.crashed);
+    EXPECT_FALSE(r.crashed());
     EXPECT_FALSE(r.first_stall_s.has_value());
     EXPECT_LE(r.max_resident_blocks_per_session, *p.max_blocks_per_session);
     EXPECT_LE(r.peak_pool_blocks, n * *p.max_blocks_per_session);
@@ -103,7 +103,7 @@ TEST(Engine, WindowedAtTheSameLoadNeverStallsAndStaysBounded) {
     EXPECT_GT(obs.samples, 200);
     expect_accounting_holds(r, p.pool.num_blocks);
     // The same load unbounded does stall.
-    EXPECT_TRUE(simulate(moshi(n, "unbounded")).crashed);
+    EXPECT_TRUE(simulate(moshi(n, "unbounded")).crashed());
   }
 }
 
@@ -116,7 +116,7 @@ TEST(Engine, StaggeredArrivalsMatchSummedAgePrediction) {
                "horizon_s=900", "workload.duration={\"type\":\"fixed\",\"seconds\":900}"});
     const auto p = predict_first_order(s);
     const RunResult r = simulate(s);
-    ASSERT_TRUE(r.crashed);
+    ASSERT_TRUE(r.crashed());
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_blocks_s), 0.01);
     EXPECT_LT(rel(*r.first_stall_s, *p.t_sat_continuous_s), 0.02);
     // Summed ages by hand: N(t) sessions of mean age; solve rate * sum(t - i*interval) = pool
@@ -131,7 +131,7 @@ TEST(Engine, StaggeredArrivalsMatchSummedAgePrediction) {
 TEST(Engine, SilentFailureReportedLatencyLooksHealthy) {
   const Scenario s = moshi(300, "unbounded");
   const RunResult r = simulate(s);
-  ASSERT_TRUE(r.crashed);
+  ASSERT_TRUE(r.crashed());
   const double silent = static_cast<double>(r.frames_silent) / static_cast<double>(r.frames_due);
   EXPECT_GT(silent, 0.5);                // users hear silence most of the time
   EXPECT_EQ(r.frames_reported_late, 0);  // yet the monitor sees no deadline miss
@@ -141,11 +141,11 @@ TEST(Engine, SilentFailureReportedLatencyLooksHealthy) {
 
 TEST(Engine, PreemptRecomputeEvictsNewestAndThrashes) {
   const RunResult u = simulate(moshi(300, "unbounded", {"engine.exhaustion=preempt_recompute"}));
-  EXPECT_TRUE(u.crashed);
+  EXPECT_TRUE(u.crashed());
   EXPECT_GT(u.preemptions, 0);
   const RunResult w = simulate(moshi(300, "windowed", {"engine.exhaustion=preempt_recompute"}));
   EXPECT_EQ(w.preemptions, 0);
-  EXPECT_FALSE(w.crashed);
+  EXPECT_FALSE(w.crashed());
 }
 
 TEST(Engine, DeparturesFreeBlocksSoShortCallsSurvive) {
@@ -155,7 +155,7 @@ TEST(Engine, DeparturesFreeBlocksSoShortCallsSurvive) {
             {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.1,\"sessions\":2000}",
              "workload.duration={\"type\":\"fixed\",\"seconds\":20}"});
   const RunResult r = simulate(s);
-  EXPECT_FALSE(r.crashed);
+  EXPECT_FALSE(r.crashed());
   EXPECT_EQ(r.final_pool_blocks, r.blocks_allocated - r.blocks_released);
   EXPECT_GT(r.sessions_departed, 1000);
 }

@@ -53,7 +53,7 @@ void expect_config_error(const std::function<void()>& f, const std::string& fiel
 TEST(Hostile, AMillionSessions) {
   const RunResult r = run_checked(moshi(1'000'000, "unbounded", {"horizon_s=20"}));
   EXPECT_EQ(r.sessions_arrived, 1'000'000);
-  EXPECT_TRUE(r.crashed);  // a million callers cannot fit 13,053 blocks
+  EXPECT_TRUE(r.crashed());  // a million callers cannot fit 13,053 blocks
   expect_config_error([] { moshi(20'000'000, "unbounded"); }, "workload.arrival.sessions");
 }
 
@@ -63,7 +63,7 @@ TEST(Hostile, HorizonOfDaysAt80ms) {
       run_checked(moshi(50, "windowed",
                         {"horizon_s=172800", "output.sample_period_s=60",
                          "workload.duration={\"type\":\"fixed\",\"seconds\":172800}"}));
-  EXPECT_FALSE(r.crashed);
+  EXPECT_FALSE(r.crashed());
   EXPECT_EQ(r.frames_served, 50 * (172800 * 25 / 2));  // 12.5 frames/s, all served
   expect_config_error([] { moshi(50, "windowed", {"horizon_s=1e8"}); }, "output.sample_period_s");
 }
@@ -78,7 +78,7 @@ TEST(Hostile, FramePeriodsOfOneNanosecondAndOfAYear) {
             {"workload.frame_period_s=31536000", "horizon_s=1e8", "output.sample_period_s=1e5",
              "workload.duration={\"type\":\"fixed\",\"seconds\":1e8}"}));
   EXPECT_EQ(slow.frames_due, 3 * 4);  // t = 0, 1, 2, 3 years
-  EXPECT_FALSE(slow.crashed);
+  EXPECT_FALSE(slow.crashed());
 }
 
 TEST(Hostile, ZeroTokensPerFrame) {
@@ -86,7 +86,7 @@ TEST(Hostile, ZeroTokensPerFrame) {
       run_checked(moshi(300, "unbounded",
                         {"workload.kv_tokens_per_frame=0", "workload.input_tokens_per_frame=0",
                          "workload.output_tokens_per_frame=0"}));
-  EXPECT_FALSE(r.crashed);
+  EXPECT_FALSE(r.crashed());
   EXPECT_EQ(r.peak_pool_blocks, 0);
   EXPECT_EQ(r.tokens_produced, 0);
 }
@@ -95,12 +95,12 @@ TEST(Hostile, DegenerateWindows) {
   // W = 0 and S = 0: each session keeps only the block it is writing.
   const RunResult none =
       run_checked(moshi(300, "windowed", {"kv_policy.window_tokens=0", "kv_policy.sink_tokens=0"}));
-  EXPECT_FALSE(none.crashed);
+  EXPECT_FALSE(none.crashed());
   EXPECT_LE(none.max_resident_blocks_per_session, 1);
   // Sinks larger than the window.
   const RunResult sinks = run_checked(
       moshi(300, "windowed", {"kv_policy.window_tokens=10", "kv_policy.sink_tokens=100"}));
-  EXPECT_FALSE(sinks.crashed);
+  EXPECT_FALSE(sinks.crashed());
   EXPECT_LE(sinks.max_resident_blocks_per_session,
             7 + 2);  // 100 sink tokens = 7 blocks, window 1-2
 }
@@ -110,7 +110,7 @@ TEST(Hostile, OddBlockSizes) {
     const Scenario s = moshi(300, "unbounded", {bs});
     const auto p = predict_first_order(s);
     const RunResult r = run_checked(s);
-    ASSERT_TRUE(r.crashed) << bs;
+    ASSERT_TRUE(r.crashed()) << bs;
     // Within 1% (a pool of 1000-token blocks is full at t = 0, where both are 0).
     EXPECT_NEAR(*r.first_stall_s, *p.t_sat_blocks_s, 0.01 * *p.t_sat_blocks_s + 1e-6) << bs;
   }

@@ -1,0 +1,124 @@
+// The books of a run's frames, kept the same way for both schedulers: every served frame's latency
+// (one call per frame, histogram adds only), the frames a caller never got (counted when the caller
+// leaves or the run ends), the time series sampled at each sample_period_s and the silent-frame
+// count the admission controller reads at each control instant.
+//
+// Accounting is by deadline, so that a frame released just before a sample boundary and served just
+// after it is not miscounted: a frame is due in the interval holding its silence deadline (release
+// + silence_after_s), and silent in the interval where that deadline passed unanswered. The serving
+// layer pads a frame unanswered by silence_after_s with silence, so the reported latency of such a
+// frame is silence_after_s; its true latency is its real one, or censored when it never came.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "sim/admission/admission_controller.h"
+#include "sim/latency_histogram.h"
+#include "sim/run_observer.h"
+#include "sim/run_result.h"
+#include "sim/scenario.h"
+#include "sim/session.h"
+#include "sim/time.h"
+
+namespace metronome {
+
+// What the time series reads from the engine at a sample instant.
+struct EngineGauges {
+  int64_t pool_used = 0;
+  double pool_fraction = 0;
+  int64_t live = 0;
+  int64_t stalled = 0;
+  int64_t cap = 0;
+  double signal_s = std::numeric_limits<double>::quiet_NaN();  // the controller's last read
+};
+
+class FrameLedger {
+ public:
+  // `result` and `observer` (which may be null) must outlive the ledger.
+  FrameLedger(const Scenario& s, RunResult& result, RunObserver* observer, bool control_on);
+
+  // The hot path: one frame served `latency` after its release, for each of `count` members.
+  void serve(Time latency, int64_t count) {
+    const double latency_s = to_seconds(latency);
+    const int bin = LatencyHistogram::bin_of(latency_s);
+    interval_true_.add_bin(bin, latency_s, count);
+    interval_.frames_served += count;
+    if (latency <= deadline_) interval_.frames_on_time += count;
+    if (latency <= silence_after_) {
+      interval_answered_.add_bin(bin, latency_s, count);
+      if (control_on_) control_hist_.add_bin(bin, latency_s, count);
+      if (latency > deadline_) result_.frames_reported_late += count;
+    } else {
+      late_or_lost_ += count;
+      interval_late_ += count;
+      if (silence_after_ > deadline_) result_.frames_reported_late += count;
+    }
+    interval_.tokens_produced += n_out_ * count;
+  }
+  void note_rejected() { ++interval_rejected_; }
+  // A caller hangs up: its frames not served by then are silent.
+  void depart(const Session& s);
+
+  // Takes every sample due by `t`; `gauges()` gives the engine's state at the sample.
+  template <class Gauges>
+  void sample_until(Time t, const std::vector<Session>& sessions, Gauges&& gauges) {
+    while (next_sample_ <= t && next_sample_ <= horizon_) take_sample(sessions, gauges());
+  }
+  // One control interval ends at `now`: adds the frames padded with silence since the last one to
+  // the control histogram, which the caller reads and then clears.
+  LatencyHistogram& close_control_interval(Time now, const std::vector<Session>& sessions,
+                                           bool true_signal);
+  // The last samples and the frames still owed at the horizon.
+  template <class Gauges>
+  void finish(const std::vector<Session>& sessions, Gauges&& gauges) {
+    sample_until(horizon_, sessions, gauges);
+    fold_interval();  // frames served after the last sample
+    for (const Session& s : sessions) {
+      if (s.state != Session::State::kGone) count_unserved(s, frames_due_by(s, horizon_));
+    }
+  }
+
+  // Live sessions at the samples of the last half of the horizon (value -> samples), and the frames
+  // due and on time there: the steady state N* and the missed-deadline flag.
+  const std::map<int64_t, int64_t>& last_half_live() const { return last_half_live_; }
+  bool missed_deadlines() const {
+    return 100 * (last_half_due_ - last_half_on_time_) > last_half_due_;
+  }
+
+ private:
+  void take_sample(const std::vector<Session>& sessions, const EngineGauges& g);
+  void count_unserved(const Session& s, int64_t due_each);
+  int64_t frames_due_by(const Session& s, Time t) const;
+  int64_t silent_by(const std::vector<Session>& sessions, Time released_by, int64_t* due) const;
+  void fold_interval();
+
+  RunResult& result_;
+  RunObserver* observer_;
+  Time period_, deadline_, silence_after_, horizon_, sample_period_;
+  int64_t n_out_;
+  bool control_on_;
+
+  // Since the start: frames due of departed callers, frames served after silence_after_s or never
+  // (departed callers).
+  int64_t departed_due_ = 0;
+  int64_t late_or_lost_ = 0;
+  // The interval that ends at next_sample_.
+  Time next_sample_;
+  int64_t due_at_last_sample_ = 0;
+  int64_t silent_at_last_sample_ = 0;
+  Sample interval_;
+  LatencyHistogram interval_answered_;  // reported latency of frames answered in time
+  LatencyHistogram interval_true_;
+  int64_t interval_late_ = 0;  // frames served after silence_after_s in the interval
+  int64_t interval_rejected_ = 0;
+  // The control interval: frames answered within silence_after_s, then the padded ones.
+  LatencyHistogram control_hist_;
+  int64_t silent_at_last_control_ = 0;
+  std::map<int64_t, int64_t> last_half_live_;
+  int64_t last_half_due_ = 0, last_half_on_time_ = 0;
+};
+
+}  // namespace metronome
