@@ -1,15 +1,8 @@
 // CpuStep: the CPU twin of kernels::LayerStep. One engine step of L decoder layers for a batch
-// composition, built from the CPU references (kernels/reference/), with random weights of a named
-// model's shapes. It lets the whole pipeline (benchmark, fit, simulation) run on a machine without
+// composition: the CPU decoder step (kernels/reference/decoder_step.h, which the CPU replay backend
+// also runs) over block tables built for a grid point, with random weights of a named model's
+// shapes. It lets the whole pipeline (benchmark, fit, simulation) run on a machine without
 // a GPU; its timings describe this CPU running reference code, never a GPU.
-//
-// Per layer (same dataflow and omissions as LayerStep):
-//   qkv = x Wqkv^T -> append K, V into the layer's paged cache -> paged attention -> o = attn Wo^T
-//   dense: gate_up = o Wgu^T, act = silu(gate) * up, y = act Wd^T
-//   MoE:   router logits = o Wr^T, then per active expert e with c_e tokens the expert's MLP on the
-//          first c_e rows (balanced, deterministic routing: token t's j-th expert is
-//          (t * top_k + j) mod experts)
-// Each layer has its own KV cache (as an engine does); one weight set serves all layers.
 #pragma once
 
 #include <cstdint>

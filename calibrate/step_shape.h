@@ -1,12 +1,12 @@
 // The simulator's view of a benchmarked step: the ingest pass the engine builds for `sessions`
 // sessions of `q_len` new tokens on `ctx` cached tokens, by the one pass-shape rule
-// (sim/cost/pass_shape.h); a test pins it against the engine's own passes.
+// (sim/cost/pass_shape.h), the one the engine's schedulers use.
 #pragma once
 
 #include <algorithm>
 
 #include "calibrate/grid.h"
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "sim/cost/pass_shape.h"
 
 namespace metronome::calibrate {

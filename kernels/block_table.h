@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 
 namespace metronome::kernels {
 

@@ -18,21 +18,13 @@ struct LayerStep::Impl {
   LayerStepOptions opt;
   cublasHandle_t cublas = nullptr;
   std::vector<void*> allocations;
-  // Weights (one set for all layers).
-  void *w_qkv = nullptr, *w_o = nullptr, *w_gate_up = nullptr, *w_down = nullptr,
-       *w_router = nullptr;
-  // Activations.
-  void *x = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gate_up = nullptr,
-       *act = nullptr, *logits = nullptr;
+  LayerBuffers buf;  // weights (one set for all layers) and activations
   // KV pools and batch arrays.
   std::vector<void*> k_pools, v_pools;
   int32_t num_blocks = 0;
   int32_t *q_start = nullptr, *seq_lens = nullptr, *tables = nullptr;
   FrameBatch fb;
   int32_t total_q = 0;
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
-  std::vector<int32_t> expert_tokens;  // tokens routed to each active expert
   int64_t bytes = 0;
 
   void* alloc(int64_t n_bytes) {
@@ -52,38 +44,94 @@ struct LayerStep::Impl {
     if (cublas) cublasDestroy(cublas);
   }
 
-  PagedAttentionParams attention_params(int32_t layer) const {
-    PagedAttentionParams p;
-    p.dtype = opt.dtype;
+  LayerPass pass(int32_t layer) const {
     const int32_t pool = layer % opt.kv_pools;
+    LayerPass p;
     p.kv = {k_pools[pool], v_pools[pool], num_blocks, opt.block_size, m.kv_heads, m.head_dim};
     p.batch = fb;
     p.total_q = total_q;
     p.window = batch.window;
-    p.q_heads = m.q_heads;
-    p.scale = 1.f / std::sqrt(static_cast<float>(m.head_dim));
-    p.q = qkv;
-    p.q_row_stride = int64_t{m.q_heads + 2 * m.kv_heads} * m.head_dim;
-    p.out = attn;
-    p.workspace = workspace;
-    p.workspace_bytes = workspace_bytes;
     return p;
   }
-
-  Status attention(cudaStream_t stream, int32_t layer) {
-    const int32_t pool = layer % opt.kv_pools;
-    AppendKvParams ap;
-    ap.dtype = opt.dtype;
-    ap.kv = {k_pools[pool], v_pools[pool], num_blocks, opt.block_size, m.kv_heads, m.head_dim};
-    ap.batch = fb;
-    const int64_t q_cols = int64_t{m.q_heads} * m.head_dim;
-    ap.k_new = static_cast<const char*>(qkv) + q_cols * 2;
-    ap.v_new = static_cast<const char*>(qkv) + (q_cols + int64_t{m.kv_heads} * m.head_dim) * 2;
-    ap.new_row_stride = int64_t{m.q_heads + 2 * m.kv_heads} * m.head_dim;
-    if (Status st = append_kv(ap, stream); !st.ok()) return st;
-    return paged_attention(attention_params(layer), stream);
-  }
 };
+
+PagedAttentionParams layer_attention_params(const ModelShape& m, Dtype dtype, const LayerBuffers& b,
+                                            const LayerPass& pass) {
+  PagedAttentionParams p;
+  p.dtype = dtype;
+  p.kv = {pass.kv.k,          pass.kv.v,        pass.kv.num_blocks,
+          pass.kv.block_size, pass.kv.kv_heads, pass.kv.head_dim};
+  p.batch = pass.batch;
+  p.total_q = pass.total_q;
+  p.window = pass.window;
+  p.q_heads = m.q_heads;
+  p.scale = 1.f / std::sqrt(static_cast<float>(m.head_dim));
+  p.q = b.qkv;
+  p.q_row_stride = int64_t{m.q_heads + 2 * m.kv_heads} * m.head_dim;
+  p.out = b.attn;
+  p.workspace = b.workspace;
+  p.workspace_bytes = b.workspace_bytes;
+  p.error_flag = pass.error_flag;
+  return p;
+}
+
+Status layer_attention(const ModelShape& m, Dtype dtype, const LayerBuffers& b,
+                       const LayerPass& pass, cudaStream_t stream) {
+  AppendKvParams ap;
+  ap.dtype = dtype;
+  ap.kv = pass.kv;
+  ap.batch = pass.batch;
+  const int64_t q_cols = int64_t{m.q_heads} * m.head_dim;
+  ap.k_new = static_cast<const char*>(b.qkv) + q_cols * 2;
+  ap.v_new = static_cast<const char*>(b.qkv) + (q_cols + int64_t{m.kv_heads} * m.head_dim) * 2;
+  ap.new_row_stride = int64_t{m.q_heads + 2 * m.kv_heads} * m.head_dim;
+  ap.error_flag = pass.error_flag;
+  if (Status st = append_kv(ap, stream); !st.ok()) return st;
+  if (!pass.attend) return Status::Ok();
+  return paged_attention(layer_attention_params(m, dtype, b, pass), stream);
+}
+
+Status decoder_layer(cublasHandle_t cublas, const ModelShape& m, Dtype dt, const LayerBuffers& b,
+                     const LayerPass& pass, cudaStream_t stream) {
+  const int32_t T = pass.total_q;
+  const int32_t qkv_cols = (m.q_heads + 2 * m.kv_heads) * m.head_dim;
+  if (Status st = linear(cublas, {dt, b.x, b.w_qkv, b.qkv, T, qkv_cols, m.hidden}, stream);
+      !st.ok())
+    return st;
+  if (Status st = layer_attention(m, dt, b, pass, stream); !st.ok()) return st;
+  if (!pass.attend) return Status::Ok();
+  if (Status st =
+          linear(cublas, {dt, b.attn, b.w_o, b.o, T, m.hidden, m.q_heads * m.head_dim}, stream);
+      !st.ok())
+    return st;
+  if (m.experts == 0) {
+    if (Status st =
+            linear(cublas, {dt, b.o, b.w_gate_up, b.gate_up, T, 2 * m.ffn, m.hidden}, stream);
+        !st.ok())
+      return st;
+    if (Status st = silu_mul(dt, b.gate_up, b.act, T, m.ffn, stream); !st.ok()) return st;
+    return linear(cublas, {dt, b.act, b.w_down, b.x, T, m.hidden, m.ffn}, stream);
+  }
+  if (Status st = linear(cublas, {dt, b.o, b.w_router, b.logits, T, m.experts, m.hidden}, stream);
+      !st.ok())
+    return st;
+  const int64_t gu_elems = int64_t{2} * m.ffn * m.hidden, d_elems = int64_t{m.hidden} * m.ffn;
+  const std::vector<int32_t> rows = expert_rows(m, T);
+  for (size_t e = 0; e < rows.size(); ++e) {
+    const int32_t c = rows[e];
+    const void* wgu =
+        static_cast<const char*>(b.w_gate_up) + static_cast<int64_t>(e) * gu_elems * 2;
+    const void* wd = static_cast<const char*>(b.w_down) + static_cast<int64_t>(e) * d_elems * 2;
+    if (Status st = linear(cublas, {dt, b.o, wgu, b.gate_up, c, 2 * m.ffn, m.hidden}, stream);
+        !st.ok())
+      return st;
+    if (Status st = silu_mul(dt, b.gate_up, b.act, c, m.ffn, stream); !st.ok()) return st;
+    // Expert outputs land in x in turn (no weighted sum): same bytes and FLOPs as the real thing.
+    if (Status st = linear(cublas, {dt, b.act, wd, b.x, c, m.hidden, m.ffn}, stream); !st.ok())
+      return st;
+  }
+  return Status::Ok();
+}
 
 LayerStep::LayerStep(const ModelShape& model, BatchComposition batch, LayerStepOptions options)
     : impl_(std::make_unique<Impl>()) {
@@ -144,20 +192,21 @@ LayerStep::LayerStep(const ModelShape& model, BatchComposition batch, LayerStepO
   const int64_t f = model.ffn;
   const float wa = 1.f / std::sqrt(static_cast<float>(H));  // keeps activations O(1)
   CUBLAS_CHECK(cublasCreate(&d.cublas));
-  d.w_qkv = d.alloc_random(qkv_cols * H, wa, 1);
-  d.w_o = d.alloc_random(H * model.q_heads * hd, wa, 2);
+  LayerBuffers& buf = d.buf;
+  buf.w_qkv = d.alloc_random(qkv_cols * H, wa, 1);
+  buf.w_o = d.alloc_random(H * model.q_heads * hd, wa, 2);
   const int64_t experts = model.experts > 0 ? model.experts : 1;
-  d.w_gate_up = d.alloc_random(experts * 2 * f * H, wa, 3);
-  d.w_down = d.alloc_random(experts * H * f, 1.f / std::sqrt(static_cast<float>(f)), 4);
-  if (model.experts > 0) d.w_router = d.alloc_random(int64_t{model.experts} * H, wa, 5);
-  d.x = d.alloc_random(T * H, 1.f, 6);
-  d.qkv = d.alloc(T * qkv_cols * 2);
-  d.attn = d.alloc(T * model.q_heads * hd * 2);
-  d.o = d.alloc(T * H * 2);
+  buf.w_gate_up = d.alloc_random(experts * 2 * f * H, wa, 3);
+  buf.w_down = d.alloc_random(experts * H * f, 1.f / std::sqrt(static_cast<float>(f)), 4);
+  if (model.experts > 0) buf.w_router = d.alloc_random(int64_t{model.experts} * H, wa, 5);
+  buf.x = d.alloc_random(T * H, 1.f, 6);
+  buf.qkv = d.alloc(T * qkv_cols * 2);
+  buf.attn = d.alloc(T * model.q_heads * hd * 2);
+  buf.o = d.alloc(T * H * 2);
   // Dense: [T, 2f]; MoE: the largest expert batch is ceil(T * top_k / active) <= T.
-  d.gate_up = d.alloc(T * 2 * f * 2);
-  d.act = d.alloc(T * f * 2);
-  if (model.experts > 0) d.logits = d.alloc(T * model.experts * 2);
+  buf.gate_up = d.alloc(T * 2 * f * 2);
+  buf.act = d.alloc(T * f * 2);
+  if (model.experts > 0) buf.logits = d.alloc(T * model.experts * 2);
   const int64_t pool_elems = int64_t{d.num_blocks} * options.block_size * model.kv_heads * hd;
   for (int32_t i = 0; i < d.opt.kv_pools; ++i) {
     d.k_pools.push_back(d.alloc_random(pool_elems, 1.f, 100 + 2 * i));
@@ -176,17 +225,9 @@ LayerStep::LayerStep(const ModelShape& model, BatchComposition batch, LayerStepO
   d.fb.max_blocks = max_blocks;
   d.fb.max_q_len = *std::max_element(b.q_lens.begin(), b.q_lens.end());
   d.fb.max_seq_len = *std::max_element(seq_lens.begin(), seq_lens.end());
-  d.workspace_bytes = paged_attention_workspace_bytes(d.attention_params(0));
-  if (d.workspace_bytes > 0) d.workspace = d.alloc(static_cast<int64_t>(d.workspace_bytes));
-
-  if (model.experts > 0) {
-    const int64_t assignments = T * model.top_k;
-    const int64_t active = std::min<int64_t>(model.experts, assignments);
-    for (int64_t e = 0; e < active; ++e) {
-      d.expert_tokens.push_back(
-          static_cast<int32_t>(assignments / active + (e < assignments % active)));
-    }
-  }
+  buf.workspace_bytes =
+      paged_attention_workspace_bytes(layer_attention_params(model, d.opt.dtype, buf, d.pass(0)));
+  if (buf.workspace_bytes > 0) buf.workspace = d.alloc(static_cast<int64_t>(buf.workspace_bytes));
   for (size_t s = 0; s < seq_lens.size(); ++s) {
     int64_t keys = 0;  // distinct keys the frame's queries see
     for (int64_t k = 0; k < seq_lens[s]; ++k) {
@@ -206,55 +247,16 @@ LayerStep::LayerStep(const ModelShape& model, BatchComposition batch, LayerStepO
 LayerStep::~LayerStep() = default;
 
 Status LayerStep::run_attention(cudaStream_t stream, int32_t layer) {
-  return impl_->attention(stream, layer);
+  const Impl& d = *impl_;
+  return layer_attention(d.m, d.opt.dtype, d.buf, d.pass(layer), stream);
 }
 
 Status LayerStep::run(cudaStream_t stream) {
-  Impl& d = *impl_;
-  const ModelShape& m = d.m;
-  const int32_t T = d.total_q;
-  const int32_t qkv_cols = (m.q_heads + 2 * m.kv_heads) * m.head_dim;
-  const Dtype dt = d.opt.dtype;
+  const Impl& d = *impl_;
   for (int32_t layer = 0; layer < d.opt.layers; ++layer) {
-    if (Status st = linear(d.cublas, {dt, d.x, d.w_qkv, d.qkv, T, qkv_cols, m.hidden}, stream);
+    if (Status st = decoder_layer(d.cublas, d.m, d.opt.dtype, d.buf, d.pass(layer), stream);
         !st.ok())
       return st;
-    if (Status st = d.attention(stream, layer); !st.ok()) return st;
-    if (Status st =
-            linear(d.cublas, {dt, d.attn, d.w_o, d.o, T, m.hidden, m.q_heads * m.head_dim}, stream);
-        !st.ok())
-      return st;
-    if (m.experts == 0) {
-      if (Status st =
-              linear(d.cublas, {dt, d.o, d.w_gate_up, d.gate_up, T, 2 * m.ffn, m.hidden}, stream);
-          !st.ok())
-        return st;
-      if (Status st = silu_mul(dt, d.gate_up, d.act, T, m.ffn, stream); !st.ok()) return st;
-      if (Status st = linear(d.cublas, {dt, d.act, d.w_down, d.x, T, m.hidden, m.ffn}, stream);
-          !st.ok())
-        return st;
-    } else {
-      if (Status st =
-              linear(d.cublas, {dt, d.o, d.w_router, d.logits, T, m.experts, m.hidden}, stream);
-          !st.ok())
-        return st;
-      const int64_t gu_elems = int64_t{2} * m.ffn * m.hidden, d_elems = int64_t{m.hidden} * m.ffn;
-      for (size_t e = 0; e < d.expert_tokens.size(); ++e) {
-        const int32_t c = d.expert_tokens[e];
-        const void* wgu =
-            static_cast<const char*>(d.w_gate_up) + static_cast<int64_t>(e) * gu_elems * 2;
-        const void* wd = static_cast<const char*>(d.w_down) + static_cast<int64_t>(e) * d_elems * 2;
-        if (Status st = linear(d.cublas, {dt, d.o, wgu, d.gate_up, c, 2 * m.ffn, m.hidden}, stream);
-            !st.ok())
-          return st;
-        if (Status st = silu_mul(dt, d.gate_up, d.act, c, m.ffn, stream); !st.ok()) return st;
-        // Expert outputs land in x in turn (no weighted sum): same bytes and FLOPs as the real
-        // thing.
-        if (Status st = linear(d.cublas, {dt, d.act, wd, d.x, c, m.hidden, m.ffn}, stream);
-            !st.ok())
-          return st;
-      }
-    }
   }
   return Status::Ok();
 }

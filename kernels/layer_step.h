@@ -1,5 +1,6 @@
 // LayerStep: one engine step of L decoder layers on the GPU for a given batch composition, with
-// random weights of a named model's shapes. It is what calibrate/ times to get per-step cost.
+// random weights of a named model's shapes. It is what calibrate/ times to get per-step cost; its
+// layer (decoder_layer) is also what the GPU replay backend runs, on the engine's block tables.
 //
 // Per layer:  qkv = x Wqkv^T  ->  append K, V (read in place from qkv) into the paged cache
 //             ->  paged attention (q read in place)  ->  o = attn Wo^T
@@ -23,12 +24,45 @@
 #include <memory>
 #include <vector>
 
+#include "core/kv_window.h"
 #include "kernels/cuda_check.h"
 #include "kernels/dtype.h"
-#include "kernels/kv_window.h"
 #include "kernels/model_shapes.h"
+#include "kernels/paged_attention.h"
+#include "kernels/paged_kv.h"
 
 namespace metronome::kernels {
+
+// The device buffers a decoder layer reads and writes: one weight set (every layer's; MoE experts'
+// gate/up and down stacked) and the activations of a pass.
+struct LayerBuffers {
+  const void *w_qkv = nullptr, *w_o = nullptr, *w_gate_up = nullptr, *w_down = nullptr,
+             *w_router = nullptr;
+  void *x = nullptr, *qkv = nullptr, *attn = nullptr, *o = nullptr, *gate_up = nullptr,
+       *act = nullptr, *logits = nullptr;
+  void* workspace = nullptr;  // paged_attention_workspace_bytes(layer_attention_params(...))
+  size_t workspace_bytes = 0;
+};
+
+// One layer's pass: the sessions of `batch` (device arrays) on the layer's KV pool.
+struct LayerPass {
+  PagedKv<void> kv;
+  FrameBatch batch;
+  int32_t total_q = 0;  // host copy of batch.q_start[num_sessions]
+  kv::Window window{};
+  bool attend = true;             // false: project and append K/V only (a write-only pass)
+  int32_t* error_flag = nullptr;  // optional device int: set if a kernel touches a released block
+};
+
+// The attention launch of a layer's pass (its workspace size is the caller's to provide).
+PagedAttentionParams layer_attention_params(const ModelShape& m, Dtype dtype, const LayerBuffers& b,
+                                            const LayerPass& pass);
+// Append K, V (read in place from qkv) and attend: the attention half of a layer.
+Status layer_attention(const ModelShape& m, Dtype dtype, const LayerBuffers& b,
+                       const LayerPass& pass, cudaStream_t stream);
+// One decoder layer (the dataflow in this file's banner), enqueued on `stream`; writes x.
+Status decoder_layer(cublasHandle_t cublas, const ModelShape& m, Dtype dtype, const LayerBuffers& b,
+                     const LayerPass& pass, cudaStream_t stream);
 
 struct BatchComposition {
   std::vector<int32_t> q_lens;    // [sessions] new tokens this step (1: decode)

@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace metronome::kernels {
 
@@ -28,6 +29,20 @@ inline constexpr ModelShape kModelShapes[] = {
     {"minicpm-o-4.5", 36, 4096, 32, 8, 128, 12288},
     {"qwen3-omni-30b-a3b", 48, 2048, 32, 4, 128, 768, 128, 8},
 };
+
+// Balanced, deterministic MoE routing for a pass of total_q tokens: token t's j-th expert is
+// (t * top_k + j) mod experts, so active expert e gets this many rows (the kernels' harness and the
+// CPU step run each active expert's MLP on its first rows). Empty for a dense model.
+inline std::vector<int32_t> expert_rows(const ModelShape& m, int64_t total_q) {
+  std::vector<int32_t> rows;
+  if (m.experts <= 0) return rows;
+  const int64_t assignments = total_q * m.top_k;
+  const int64_t active = assignments < m.experts ? assignments : m.experts;
+  for (int64_t e = 0; e < active; ++e) {
+    rows.push_back(static_cast<int32_t>(assignments / active + (e < assignments % active)));
+  }
+  return rows;
+}
 
 inline std::optional<ModelShape> find_model_shape(std::string_view name) {
   for (const auto& m : kModelShapes) {

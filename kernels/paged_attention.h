@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/kv_window.h"
 #include "kernels/cuda_check.h"
 #include "kernels/dtype.h"
-#include "kernels/kv_window.h"
 #include "kernels/paged_kv.h"
 
 namespace metronome::kernels {

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 
 namespace metronome::kernels {
 

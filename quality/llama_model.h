@@ -1,6 +1,6 @@
 // A Llama-architecture decoder (SmolLM2 and its kin) run on the CPU in float, with its KV in the
 // project's paged cache and its attention limited by the project's one visibility rule
-// (kernels/kv_window.h): each sequence has a kv::Window (unbounded, or S sinks + W window).
+// (core/kv_window.h): each sequence has a kv::Window (unbounded, or S sinks + W window).
 //
 // Per layer, for rows x [T, hidden] (T tokens of all sequences of one step):
 //   h = rmsnorm(x) * attn_norm;  q = h Wq^T, k = h Wk^T, v = h Wv^T
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "kernels/block_table.h"
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "kernels/reference/paged_attention_ref.h"
 #include "quality/window_attention.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "quality/window_attention.h"
 
 namespace metronome::quality {

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <span>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "kernels/paged_kv.h"
 
 namespace metronome::quality {

@@ -1,8 +1,8 @@
-// The GPU backend: the CUDA kernels (append_kv, paged_attention, cuBLAS linears, SwiGLU) over a
-// device KV pool of the engine's size, bf16, one pool per layer. Block tables come from the engine
-// each pass (copied to the device on the backend's stream); the pass ends with a stream
-// synchronisation so the engine's wall clock sees the real end of the step. Without CUDA in the
-// build, or without a device, make_gpu_backend refuses with the reason.
+// The GPU backend: kernels::decoder_layer (LayerStep's layer: append_kv, paged_attention, cuBLAS
+// linears, SwiGLU) over a device KV pool of the engine's size, bf16, one pool per layer. Block
+// tables come from the engine each pass (copied to the device on the backend's stream); the pass
+// ends with a stream synchronisation so the engine's wall clock sees the real end of the step.
+// Without CUDA in the build, or without a device, make_gpu_backend refuses with the reason.
 #include <stdexcept>
 #include <string>
 
@@ -15,10 +15,9 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/append_kv.h"
 #include "kernels/cuda_check.h"
 #include "kernels/layer_gemms.h"
-#include "kernels/paged_attention.h"
+#include "kernels/layer_step.h"
 #endif
 
 namespace metronome::replay {
@@ -48,11 +47,11 @@ class GpuBackend final : public StepBackend {
     const int64_t H = m_.hidden, hd = m_.head_dim, f = m_.ffn;
     const int64_t experts = std::max(m_.experts, 1);
     const float wa = 1.f / std::sqrt(static_cast<float>(H));
-    w_qkv_ = alloc_random(qkv_cols() * H, wa, 1);
-    w_o_ = alloc_random(H * m_.q_heads * hd, wa, 2);
-    w_gate_up_ = alloc_random(experts * 2 * f * H, wa, 3);
-    w_down_ = alloc_random(experts * H * f, 1.f / std::sqrt(static_cast<float>(f)), 4);
-    if (m_.experts > 0) w_router_ = alloc_random(int64_t{m_.experts} * H, wa, 5);
+    buf_.w_qkv = alloc_random(qkv_cols() * H, wa, 1);
+    buf_.w_o = alloc_random(H * m_.q_heads * hd, wa, 2);
+    buf_.w_gate_up = alloc_random(experts * 2 * f * H, wa, 3);
+    buf_.w_down = alloc_random(experts * H * f, 1.f / std::sqrt(static_cast<float>(f)), 4);
+    if (m_.experts > 0) buf_.w_router = alloc_random(int64_t{m_.experts} * H, wa, 5);
     embed_ = alloc_random(kEmbedRows * H, 1.f, 6);
     const int64_t pool_elems = int64_t{c.num_blocks} * c.block_size * m_.kv_heads * hd;
     for (int32_t l = 0; l < m_.layers; ++l) {
@@ -95,68 +94,23 @@ class GpuBackend final : public StepBackend {
     // the values). x = embed[0:T].
     const Dtype dt = Dtype::kBF16;
     CUDA_CHECK(cudaMemcpyAsync(
-        x_, embed_, static_cast<size_t>(std::min<int64_t>(T, kEmbedRows)) * m_.hidden * 2,
+        buf_.x, embed_, static_cast<size_t>(std::min<int64_t>(T, kEmbedRows)) * m_.hidden * 2,
         cudaMemcpyDeviceToDevice, stream_));
-    const int32_t cols = qkv_cols();
-    const int64_t q_cols = int64_t{m_.q_heads} * m_.head_dim;
     for (int32_t l = 0; l < m_.layers; ++l) {
-      STATUS_CHECK(linear(cublas_, {dt, x_, w_qkv_, qkv_, T, cols, m_.hidden}, stream_));
-      AppendKvParams ap;
-      ap.dtype = dt;
-      ap.kv = {k_pools_[l], v_pools_[l], c_.num_blocks, c_.block_size, m_.kv_heads, m_.head_dim};
-      ap.batch = fb;
-      ap.k_new = static_cast<const char*>(qkv_) + q_cols * 2;
-      ap.v_new = static_cast<const char*>(qkv_) + (q_cols + int64_t{m_.kv_heads} * m_.head_dim) * 2;
-      ap.new_row_stride = cols;
-      ap.error_flag = error_flag_;
-      STATUS_CHECK(append_kv(ap, stream_));
-      if (!p.attend) continue;
-      PagedAttentionParams a;
-      a.dtype = dt;
-      a.kv = {k_pools_[l], v_pools_[l], c_.num_blocks, c_.block_size, m_.kv_heads, m_.head_dim};
-      a.batch = fb;
-      a.total_q = T;
-      a.window = c_.window;
-      a.q_heads = m_.q_heads;
-      a.scale = 1.f / std::sqrt(static_cast<float>(m_.head_dim));
-      a.q = qkv_;
-      a.q_row_stride = cols;
-      a.out = attn_;
-      a.error_flag = error_flag_;
-      const size_t ws = paged_attention_workspace_bytes(a);
-      if (ws > workspace_bytes_) {
+      LayerPass pass;
+      pass.kv = {k_pools_[l], v_pools_[l], c_.num_blocks, c_.block_size, m_.kv_heads, m_.head_dim};
+      pass.batch = fb;
+      pass.total_q = T;
+      pass.window = c_.window;
+      pass.attend = p.attend;
+      pass.error_flag = error_flag_;
+      const size_t ws = paged_attention_workspace_bytes(layer_attention_params(m_, dt, buf_, pass));
+      if (ws > buf_.workspace_bytes) {
         CUDA_CHECK(cudaStreamSynchronize(stream_));
-        workspace_ = alloc(static_cast<int64_t>(ws));
-        workspace_bytes_ = ws;
+        buf_.workspace = alloc(static_cast<int64_t>(ws));
+        buf_.workspace_bytes = ws;
       }
-      a.workspace = workspace_;
-      a.workspace_bytes = workspace_bytes_;
-      STATUS_CHECK(paged_attention(a, stream_));
-      STATUS_CHECK(
-          linear(cublas_, {dt, attn_, w_o_, o_, T, m_.hidden, m_.q_heads * m_.head_dim}, stream_));
-      if (m_.experts == 0) {
-        STATUS_CHECK(
-            linear(cublas_, {dt, o_, w_gate_up_, gate_up_, T, 2 * m_.ffn, m_.hidden}, stream_));
-        STATUS_CHECK(silu_mul(dt, gate_up_, act_, T, m_.ffn, stream_));
-        STATUS_CHECK(linear(cublas_, {dt, act_, w_down_, x_, T, m_.hidden, m_.ffn}, stream_));
-      } else {
-        // LayerStep's MoE: balanced routing, each active expert on its count of rows.
-        STATUS_CHECK(
-            linear(cublas_, {dt, o_, w_router_, logits_, T, m_.experts, m_.hidden}, stream_));
-        const int64_t assignments = int64_t{T} * m_.top_k;
-        const int64_t active = std::min<int64_t>(m_.experts, assignments);
-        const int64_t gu = int64_t{2} * m_.ffn * m_.hidden, dn = int64_t{m_.hidden} * m_.ffn;
-        for (int64_t e = 0; e < active; ++e) {
-          const int32_t cnt =
-              static_cast<int32_t>(assignments / active + (e < assignments % active));
-          const void* wgu = static_cast<const char*>(w_gate_up_) + e * gu * 2;
-          const void* wd = static_cast<const char*>(w_down_) + e * dn * 2;
-          STATUS_CHECK(
-              linear(cublas_, {dt, o_, wgu, gate_up_, cnt, 2 * m_.ffn, m_.hidden}, stream_));
-          STATUS_CHECK(silu_mul(dt, gate_up_, act_, cnt, m_.ffn, stream_));
-          STATUS_CHECK(linear(cublas_, {dt, act_, wd, x_, cnt, m_.hidden, m_.ffn}, stream_));
-        }
-      }
+      STATUS_CHECK(decoder_layer(cublas_, m_, dt, buf_, pass, stream_));
     }
     CUDA_CHECK(cudaMemcpyAsync(&flag_host_, error_flag_, 4, cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -196,13 +150,13 @@ class GpuBackend final : public StepBackend {
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       capacity_q_ = std::max<int64_t>(T, 2 * capacity_q_);
       const int64_t C = capacity_q_, H = m_.hidden, f = m_.ffn;
-      x_ = alloc(C * H * 2);
-      qkv_ = alloc(C * qkv_cols() * 2);
-      attn_ = alloc(C * m_.q_heads * m_.head_dim * 2);
-      o_ = alloc(C * H * 2);
-      gate_up_ = alloc(C * 2 * f * 2);
-      act_ = alloc(C * f * 2);
-      if (m_.experts > 0) logits_ = alloc(C * m_.experts * 2);
+      buf_.x = alloc(C * H * 2);
+      buf_.qkv = alloc(C * qkv_cols() * 2);
+      buf_.attn = alloc(C * m_.q_heads * m_.head_dim * 2);
+      buf_.o = alloc(C * H * 2);
+      buf_.gate_up = alloc(C * 2 * f * 2);
+      buf_.act = alloc(C * f * 2);
+      if (m_.experts > 0) buf_.logits = alloc(C * m_.experts * 2);
       if (T > kEmbedRows)
         throw std::invalid_argument("gpu backend: more than 4096 tokens in a pass");
     }
@@ -223,11 +177,8 @@ class GpuBackend final : public StepBackend {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::vector<void*> allocations_;
-  void *w_qkv_ = nullptr, *w_o_ = nullptr, *w_gate_up_ = nullptr, *w_down_ = nullptr,
-       *w_router_ = nullptr, *embed_ = nullptr;
-  void *x_ = nullptr, *qkv_ = nullptr, *attn_ = nullptr, *o_ = nullptr, *gate_up_ = nullptr,
-       *act_ = nullptr, *logits_ = nullptr, *workspace_ = nullptr;
-  size_t workspace_bytes_ = 0;
+  LayerBuffers buf_;  // weights, activations (grown by reserve) and the attention workspace
+  void* embed_ = nullptr;
   std::vector<void*> k_pools_,
       v_pools_;  // [layers] each [num_blocks, block_size, kv_heads, head_dim]
   int32_t *q_start_ = nullptr, *seq_lens_ = nullptr, *tables_ = nullptr, *error_flag_ = nullptr;

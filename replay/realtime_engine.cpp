@@ -90,22 +90,23 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
       pool_(checked_blocks(s)),
       period_(std::max<Time>(1, from_seconds(s.workload.frame_period_s))),
       deadline_(from_seconds(s.workload.deadline())),
-      silence_after_(from_seconds(s.engine.silence_after_s.value_or(s.workload.deadline()))),
+      silence_after_(from_seconds(s.engine.silence_after_s.value())),
       horizon_(from_seconds(s.horizon_s)),
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
       n_kv_(s.workload.kv_tokens()),
       prompt_(s.workload.prompt_tokens),
       max_batch_(s.engine.max_sessions_per_step),
-      preempt_policy_(s.engine.exhaustion == "preempt_recompute"),
+      preempt_policy_(s.engine.exhaustion->preempts()),
       cap_(kNoCap) {
   const std::string where = s.source + ": real engine: ";
-  if (s.admission.type == "static") {
-    cap_ = s.admission.cap;
-  } else if (s.admission.type != "none") {
-    throw ConfigError(where + "admission.type \"" + s.admission.type +
+  // A fixed cap (none or static) is replayed; a controller that learns online is not.
+  const auto controller = s.admission.policy->make_controller(s.workload.deadline());
+  if (controller->adaptive()) {
+    throw ConfigError(where + "admission.type \"" + s.admission.type() +
                       "\" is not supported (none or static)");
   }
+  cap_ = controller->cap();
   if (s.workload.frame_jitter_s > 0) {
     throw ConfigError(where +
                       "workload.frame_jitter_s must be 0 (jittered releases are not replayed)");

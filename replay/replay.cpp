@@ -45,40 +45,14 @@ std::optional<double> measured_t_sat(const ReplayRun& r) {
   return r.measured.first_stall_release_s;
 }
 
+// A side of the replay: the run's result as simulate writes it, plus the engine's step times.
 json side_json(const RunResult& x) {
-  auto lat = [](const LatencyHistogram& h) {
-    return json{{"p50_s", opt(finite(h.output_percentile(0.50)))},
-                {"p95_s", opt(finite(h.output_percentile(0.95)))},
-                {"p99_s", opt(finite(h.output_percentile(0.99)))},
-                {"observed_frames", h.count()},
-                {"censored_frames", h.censored()}};
-  };
-  return {
-      {"crashed", x.crashed()},
-      {"first_stall_s", opt(x.first_stall_s)},
-      {"first_preempt_s", opt(x.first_preempt_s)},
-      {"preemptions", x.preemptions},
-      {"sessions_arrived", x.sessions_arrived},
-      {"sessions_departed", x.sessions_departed},
-      {"sessions_rejected", x.sessions_rejected},
-      {"peak_live_sessions", x.peak_live_sessions},
-      {"frames_due", x.frames_due},
-      {"frames_served", x.frames_served},
-      {"frames_on_time", x.frames_on_time},
-      {"frames_silent", x.frames_silent},
-      {"silent_fraction", frac(x.frames_silent, x.frames_due)},
-      {"frames_reported_late", x.frames_reported_late},
-      {"tokens_produced", x.tokens_produced},
-      {"reported_latency", lat(x.reported_latency)},
-      {"true_latency", lat(x.true_latency)},
-      {"engine_steps", x.engine_steps},
-      {"busy_s", x.busy_s},
-      {"mean_step_s", x.engine_steps > 0 ? x.busy_s / static_cast<double>(x.engine_steps) : 0.0},
-      {"peak_pool_blocks", x.peak_pool_blocks},
-      {"final_pool_blocks", x.final_pool_blocks},
-      {"blocks_allocated", x.blocks_allocated},
-      {"blocks_released", x.blocks_released},
-      {"max_resident_blocks_per_session", x.max_resident_blocks_per_session}};
+  json j = run_result_json(x);
+  j.update(
+      {{"frames_reported_late", x.frames_reported_late},
+       {"busy_s", x.busy_s},
+       {"mean_step_s", x.engine_steps > 0 ? x.busy_s / static_cast<double>(x.engine_steps) : 0.0}});
+  return j;
 }
 
 std::string secs(const std::optional<double>& v) {
@@ -167,7 +141,7 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
 std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s) {
   const Time period = std::max<Time>(1, from_seconds(s.output.sample_period_s));
   const Time horizon = from_seconds(s.horizon_s);
-  const Time pad = from_seconds(s.engine.silence_after_s.value_or(s.workload.deadline()));
+  const Time pad = from_seconds(s.engine.silence_after_s.value());
   const Time deadline = from_seconds(s.workload.deadline());
   const auto num_blocks = static_cast<double>(size_pool(s).num_blocks);
   const size_t n = static_cast<size_t>(horizon / period);
@@ -216,7 +190,8 @@ std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s)
     x.frames_due = iv[k].due;
     const int64_t padded = iv[k].padded;
     fill_interval_stats(x, answered, truth, padded, to_seconds(pad), to_seconds(deadline));
-    x.admission_cap = s.admission.type == "static" ? s.admission.cap : -1;
+    const int64_t cap = s.admission.policy->make_controller(s.workload.deadline())->cap();
+    x.admission_cap = cap == kNoCap ? -1 : cap;
     out.push_back(std::move(x));
   }
   return out;

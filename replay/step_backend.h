@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "kernels/model_shapes.h"
 
 namespace metronome::replay {

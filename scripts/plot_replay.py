@@ -115,7 +115,7 @@ def main():
     sub = "saturation {} (measured) vs {} (simulated){}; silent {:.1%} vs {:.1%}".format(
         f"{sat['measured_s']:.2f} s" if sat.get("measured_s") is not None else "never",
         f"{sat['simulated_s']:.2f} s" if sat.get("simulated_s") is not None else "never",
-        f", error {err:+.1%}" if err is not None else "", m["silent_fraction"], s["silent_fraction"])
+        f", error {err:+.1%}" if err is not None else "", m["silent_frame_fraction"], s["silent_frame_fraction"])
     fig.suptitle(title + "\n" + sub, fontsize=10)
     fig.tight_layout()
     out = a.out or os.path.join(a.dir, "replay.png")

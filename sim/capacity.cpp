@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
+#include "sim/cost/cost_model.h"
+#include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/progress.h"
@@ -38,9 +41,11 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool rando
   return p;
 }
 
-bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_s, bool random) {
+bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double fraction,
+                    double probe_s, bool random) {
   const Scenario p = probe_scenario(s, n, probe_s, random);
-  const RunResult r = simulate(p);
+  check_step_bounds(p, cost);
+  const RunResult r = simulate(p, cost);
   return r.steady_reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
          r.frames_silent * 100 < r.frames_due;
 }
@@ -49,7 +54,7 @@ bool meets_deadline(const Scenario& s, int64_t n, double fraction, double probe_
 
 double default_probe_s(const Scenario& s) {
   const double rate = static_cast<double>(s.workload.kv_tokens()) / s.workload.frame_period_s;
-  if (s.kv_policy.type == "windowed" && rate > 0) {
+  if (s.kv_policy.bounded() && rate > 0) {
     // Long enough for every window to fill, plus as long again at steady state.
     const auto w = s.kv_policy.window();
     return std::max(10.0, 2.0 * static_cast<double>(w.window + w.sinks) / rate);
@@ -60,12 +65,15 @@ double default_probe_s(const Scenario& s) {
   return std::min(call, s.horizon_s);
 }
 
-CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s,
-                                int phase_draws, Progress* progress) {
+CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s, int phase_draws,
+                                Progress* progress) {
   if (probe_s <= 0) probe_s = default_probe_s(s);
   CapacityReport c;
   c.fraction = fraction;
   c.probe_s = probe_s;
+  // One cost model for every probe: the probes vary the callers, never the model, GPU or costs.
+  const std::unique_ptr<CostModel> cost = make_unchecked_cost_model(s);
+  c.cost_model = cost->label();
   const auto pred = predict_first_order(s);
   if (pred.memory_cap_sessions) {
     c.memory_cap = *pred.memory_cap_sessions;
@@ -81,7 +89,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
   auto probe = [&](const Scenario& sc, int64_t n, bool random) {
-    const bool ok = meets_deadline(sc, n, fraction, probe_s, random);
+    const bool ok = meets_deadline(sc, *cost, n, fraction, probe_s, random);
     if (progress) progress->add();
     return ok;
   };
@@ -124,6 +132,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
 
 nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
   return {{"metronome_version", version_string()},
+          {"cost_model", c.cost_model},
           {"scenario", to_json(s)},
           {"capacity",
            {{"memory_cap_sessions", c.memory_cap},
@@ -147,7 +156,7 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
 
 std::string capacity_text(const Scenario& s, const CapacityReport& c) {
   std::string out = fmt::format("scenario      {} ({} on {}, {} KV)\n", s.name, s.model.name,
-                                s.gpu.name, s.kv_policy.type);
+                                s.gpu.name, s.kv_policy.type());
   if (c.memory_cap_grows_with_time) {
     out += fmt::format(
         "memory cap    {} sessions for {:.0f} s calls (unbounded KV: fewer the longer "

@@ -27,7 +27,7 @@ struct CapacityReport {
   int64_t memory_cap = 0;
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
   double call_s = 0;
-  int64_t deadline_cap = 0;         // callers evenly spread over a period: the best case; binds
+  int64_t deadline_cap = 0;  // callers evenly spread over a period: the best case; binds
   // Poisson scenarios: at the random phases of `phase_draws` draws of callers (seeds seed,
   // seed + 1, ...), the median and the range across draws, beside the evenly spread cap. Few
   // sessions with long windows make phase bunching matter: the range says how much.
@@ -36,8 +36,9 @@ struct CapacityReport {
   bool random_phases = false;
   double fraction = 0;  // of the deadline
   double probe_s = 0;
-  int64_t probes = 0;   // simulated runs
-  std::string binding;  // "memory" | "deadline"
+  int64_t probes = 0;      // simulated runs
+  std::string binding;     // "memory" | "deadline"
+  std::string cost_model;  // the probes' cost model, its label
 };
 
 // probe_s <= 0: long enough to reach steady state (windowed: twice the time to fill S + W;

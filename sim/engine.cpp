@@ -26,9 +26,9 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
   c.block_size = s.engine.block_size;
   c.max_num_seqs = s.engine.max_sessions_per_step;
   c.max_num_batched_tokens = s.engine.max_num_batched_tokens;
-  if (s.kv_policy.type == "windowed") {
-    c.sliding_window = s.kv_policy.window_tokens + 1;  // vLLM's window counts the query
-    c.sink_tokens = s.kv_policy.sink_tokens;
+  if (s.kv_policy.bounded()) {
+    c.sliding_window = s.kv_policy.window().window + 1;  // vLLM's window counts the query
+    c.sink_tokens = s.kv_policy.window().sinks;
   }
   c.resumable = s.engine.session_model == "resumable";
   c.prefix_caching = s.engine.enable_prefix_caching;
@@ -38,10 +38,14 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
 }  // namespace
 
 Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
+    : Engine(s, cost, size_pool(s), observer) {}
+
+Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+               RunObserver* observer)
     : scenario_(s),
       cost_(cost),
       observer_(observer),
-      pool_(usable_blocks(s, size_pool(s))),
+      pool_(usable_blocks(s, pool)),
       window_(s.kv_policy.window()),
       period_(from_seconds(s.workload.frame_period_s)),
       horizon_(from_seconds(s.horizon_s)),
@@ -52,13 +56,13 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
       n_kv_(s.workload.kv_tokens()),
       prompt_(s.workload.prompt_tokens),
       max_batch_(s.engine.max_sessions_per_step),
-      preempt_policy_(s.engine.exhaustion == "preempt_recompute"),
+      preempt_policy_(s.engine.exhaustion->preempts()),
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       jitter_rng_(s.seed, "jitter"),
       arrivals_(make_arrival_process(s.workload.arrival)),
       durations_(make_duration_distribution(s.workload.duration)),
-      admission_(make_admission_controller(s.admission, s.workload.deadline())),
+      admission_(s.admission.policy->make_controller(s.workload.deadline())),
       control_on_(admission_->adaptive()),
       ledger_(s, result_, observer, control_on_) {
   if (period_ < 1) period_ = 1;
@@ -69,12 +73,12 @@ Engine::Engine(const Scenario& s, const CostModel& cost, RunObserver* observer)
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
   // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
-  const bool boundable = s.kv_policy.type == "windowed" || s.workload.duration.type == "fixed";
+  const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
   memory_guard_ = s.admission.memory_guard == "on" ||
-                  (s.admission.memory_guard == "auto" && s.admission.type != "none" && boundable);
-  if (s.kv_policy.type == "windowed") window_reserve_ = max_blocks_per_session(s);
-  control_true_ = s.admission.signal == "true";
-  control_period_ = std::max<Time>(1, from_seconds(s.admission.interval_s));
+                  (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
+  if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
+  control_true_ = s.admission.control_loop().signal == "true";
+  control_period_ = std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s));
 }
 
 RunResult Engine::run() {
@@ -547,7 +551,7 @@ void Engine::on_control(Time now) {
   ControlSignal sig;
   sig.now = now;
   sig.frames = hist.total();
-  sig.latency_s = hist.percentile(scenario_.admission.quantile);
+  sig.latency_s = hist.percentile(scenario_.admission.control_loop().quantile);
   sig.live = live_;
   sig.settled_latency_s = settled_latency(sig.latency_s);
   last_signal_s_ = sig.latency_s;
@@ -573,7 +577,7 @@ void Engine::summarise_admission() {
   a.capped = cap != kNoCap;
   a.adaptive = control_on_;
   if (!a.capped) return;
-  a.initial_cap = control_on_ ? scenario_.admission.initial_cap : cap;
+  a.initial_cap = control_on_ ? scenario_.admission.control_loop().initial_cap : cap;
   a.final_cap = cap;
   a.max_cap = std::max(a.initial_cap, max_cap_seen_);
   a.memory_guard = memory_guard_;
@@ -634,14 +638,15 @@ double Engine::settled_latency(double observed) const {
     settled.push_back({phase, s.count, settled_cached});
   }
   const int64_t cap = admission_->cap();
-  const int64_t admitted = (cap == kNoCap ? live_ : std::max(live_, cap)) +
-                           static_cast<int64_t>(std::ceil(scenario_.admission.increase));
+  const int64_t admitted =
+      (cap == kNoCap ? live_ : std::max(live_, cap)) +
+      static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
   const int64_t newcomers = admitted - live_;
   for (int64_t j = 0; j < newcomers; ++j) {
     settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
   }
   const ForecastShape shape{period_, n_in_, n_out_, max_batch_, window_};
-  const double q = scenario_.admission.quantile;
+  const double q = scenario_.admission.control_loop().quantile;
   const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
   if (!(base > 0)) return observed;
   return observed * periodic_latency_quantile(std::move(settled), shape, cost_, q) / base;
@@ -662,8 +667,17 @@ void Engine::finish() {
 }
 
 RunResult simulate(const Scenario& s, RunObserver* observer) {
-  auto cost = make_cost_model(s);
-  Engine engine(s, *cost, observer);
+  return simulate(s, *make_cost_model(s), observer);
+}
+
+RunResult simulate(const Scenario& s, const CostModel& cost, RunObserver* observer) {
+  Engine engine(s, cost, observer);
+  return engine.run();
+}
+
+RunResult simulate(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+                   RunObserver* observer) {
+  Engine engine(s, cost, pool, observer);
   return engine.run();
 }
 

@@ -18,10 +18,11 @@
 #include <vector>
 
 #include "sim/admission/admission_controller.h"
-#include "sim/block_pool.h"
+#include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
 #include "sim/event_queue.h"
 #include "sim/frame_ledger.h"
+#include "sim/pool_sizing.h"
 #include "sim/ready_queue.h"
 #include "sim/rng.h"
 #include "sim/run_observer.h"
@@ -38,6 +39,9 @@ class Engine {
  public:
   // `cost` and `observer` (which may be null) must outlive the engine.
   Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
+  // On a pool the caller sized already (size_pool(s), e.g. the first-order prediction's).
+  Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+         RunObserver* observer = nullptr);
   RunResult run();
 
   // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
@@ -98,7 +102,7 @@ class Engine {
   const Scenario& scenario_;
   const CostModel& cost_;
   RunObserver* observer_;
-  BlockPool pool_;
+  BlockCounter pool_;
   kv::Window window_;
 
   // Scenario constants in engine units.
@@ -161,7 +165,7 @@ class Engine {
   // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
   bool memory_guard_ = false;
   int64_t reserved_ = 0;
-  int64_t window_reserve_ = 0;                      // windowed: the per-session bound
+  int64_t window_reserve_ = 0;  // windowed: the per-session bound
 
   RunResult result_;
   FrameLedger ledger_;
@@ -169,5 +173,9 @@ class Engine {
 
 // Convenience: size the pool, build the cost model the scenario names, run one seed.
 RunResult simulate(const Scenario& s, RunObserver* observer = nullptr);
+// The same on a cost model the caller built (once for many runs: a sweep, a capacity search).
+RunResult simulate(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
+RunResult simulate(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
+                   RunObserver* observer = nullptr);
 
 }  // namespace metronome

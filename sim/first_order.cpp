@@ -197,7 +197,7 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
 
   const FrameModel f{std::max<Time>(1, from_seconds(w.frame_period_s)), w.kv_tokens(),
                      w.prompt_tokens, s.engine.block_size, s.kv_policy.window()};
-  if (s.kv_policy.type == "unbounded") {
+  if (!s.kv_policy.bounded()) {
     p.t_sat_continuous_s =
         continuous_t_sat(calls, p.tokens_per_s_per_session, static_cast<double>(w.prompt_tokens),
                          pool_tokens, horizon);
@@ -218,9 +218,10 @@ std::vector<double> predicted_fill(const Scenario& s, const std::vector<double>&
   const double pool_tokens =
       static_cast<double>(pool.num_blocks) * static_cast<double>(s.engine.block_size);
   const double rate = static_cast<double>(w.kv_tokens()) / w.frame_period_s;
-  const double cap = s.kv_policy.type == "windowed"
-                         ? static_cast<double>(s.kv_policy.window_tokens + s.kv_policy.sink_tokens)
-                         : std::numeric_limits<double>::infinity();
+  const double cap =
+      s.kv_policy.bounded()
+          ? static_cast<double>(s.kv_policy.window().window + s.kv_policy.window().sinks)
+          : std::numeric_limits<double>::infinity();
   const std::vector<Call> calls = schedule(s);
   std::vector<double> rho;
   rho.reserve(times_s.size());

@@ -10,7 +10,7 @@ FrameLedger::FrameLedger(const Scenario& s, RunResult& result, RunObserver* obse
       observer_(observer),
       period_(std::max<Time>(1, from_seconds(s.workload.frame_period_s))),
       deadline_(from_seconds(s.workload.deadline())),
-      silence_after_(from_seconds(s.engine.silence_after_s.value_or(s.workload.deadline()))),
+      silence_after_(from_seconds(s.engine.silence_after_s.value())),
       horizon_(from_seconds(s.horizon_s)),
       sample_period_(std::max<Time>(1, from_seconds(s.output.sample_period_s))),
       n_out_(s.workload.output_tokens_per_frame),

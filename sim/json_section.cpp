@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "sim/json_file.h"
@@ -145,8 +146,13 @@ std::string JsonSection::string(std::string_view key, std::optional<std::string>
 
 std::string JsonSection::one_of(std::string_view key, std::optional<std::string> def,
                                 std::initializer_list<std::string_view> allowed) {
+  return one_of(key, std::move(def), std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+std::string JsonSection::one_of(std::string_view key, std::optional<std::string> def,
+                                const std::vector<std::string>& allowed) {
   std::string expected = "one of";
-  for (auto a : allowed) expected += std::string(" \"") + std::string(a) + "\"";
+  for (const auto& a : allowed) expected += " \"" + a + "\"";
   const nlohmann::json* v = find(key);
   if (!v) {
     if (!def) fail(key, expected);
@@ -154,7 +160,7 @@ std::string JsonSection::one_of(std::string_view key, std::optional<std::string>
   }
   if (v->is_string()) {
     std::string s = v->get<std::string>();
-    for (auto a : allowed) {
+    for (const auto& a : allowed) {
       if (s == a) return s;
     }
   }

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/config_error.h"
 
@@ -35,6 +36,8 @@ class JsonSection {
   std::string string(std::string_view key, std::optional<std::string> def);
   std::string one_of(std::string_view key, std::optional<std::string> def,
                      std::initializer_list<std::string_view> allowed);
+  std::string one_of(std::string_view key, std::optional<std::string> def,
+                     const std::vector<std::string>& allowed);
   bool boolean(std::string_view key, bool def);
 
   // A nested object; a missing key yields an empty object when `required` is false.

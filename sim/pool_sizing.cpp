@@ -9,7 +9,7 @@
 namespace metronome {
 
 int64_t max_blocks_per_session(const Scenario& s) {
-  if (s.kv_policy.type != "windowed") return 0;
+  if (!s.kv_policy.bounded()) return 0;
   const auto& w = s.workload;
   const kv::Window win = s.kv_policy.window();
   const kv::BlockSize bs(s.engine.block_size);

@@ -6,13 +6,18 @@
 #include <atomic>
 #include <cmath>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "sim/capacity.h"
 #include "sim/config_error.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/json_file.h"
+#include "sim/kv_policy/windowed.h"
 #include "sim/progress.h"
 #include "sim/report.h"
 
@@ -21,9 +26,7 @@ namespace {
 
 Scenario cell_scenario(const Scenario& base, int64_t w, int64_t s) {
   Scenario c = base;
-  c.kv_policy.type = "windowed";
-  c.kv_policy.window_tokens = w;
-  c.kv_policy.sink_tokens = s;
+  c.kv_policy.policy = std::make_shared<const WindowedKv>(w, s);
   return c;
 }
 
@@ -88,7 +91,11 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
   std::atomic<size_t> next{0};
   const auto progress =
       spec.progress ? stderr_progress("recommend", static_cast<int64_t>(tasks), "tasks") : nullptr;
-  const double fraction = spec.fraction > 0 ? spec.fraction : base.admission.high_fraction;
+  const double fraction =
+      spec.fraction > 0 ? spec.fraction : base.admission.policy->congestion_fraction();
+  // The cells vary the window only: one cost model serves every run (each cell's step bounds are
+  // checked against it).
+  const std::unique_ptr<CostModel> cost = make_unchecked_cost_model(base);
   auto work = [&]() {
     for (size_t t; (t = next++) < tasks;) {
       const size_t cell = t / (1 + seeds), k = t % (1 + seeds);
@@ -98,7 +105,8 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
       } else {
         Scenario run = sc;
         run.seed = base.seed + (k - 1);
-        runs[cell * seeds + (k - 1)] = simulate(run);
+        check_step_bounds(run, *cost);
+        runs[cell * seeds + (k - 1)] = simulate(run, *cost);
       }
       if (progress) progress->add();
     }
@@ -190,7 +198,7 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
 
 std::string recommend_text(const Scenario& base, const Recommendation& r) {
   std::string out = fmt::format("scenario   {} ({} on {}, admission {})\n", base.name,
-                                base.model.name, base.gpu.name, base.admission.type);
+                                base.model.name, base.gpu.name, base.admission.type());
   if (r.best) {
     const auto& b = r.cells[*r.best];
     out += fmt::format(

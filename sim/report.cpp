@@ -100,39 +100,44 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
   return j;
 }
 
+json run_result_json(const RunResult& r) {
+  return {{"crashed", r.crashed()},
+          {"first_stall_s", opt(r.first_stall_s)},
+          {"first_preempt_s", opt(r.first_preempt_s)},
+          {"sessions_arrived", r.sessions_arrived},
+          {"sessions_departed", r.sessions_departed},
+          {"sessions_rejected", r.sessions_rejected},
+          {"peak_live_sessions", r.peak_live_sessions},
+          {"preemptions", r.preemptions},
+          {"frames_due", r.frames_due},
+          {"frames_served", r.frames_served},
+          {"frames_on_time", r.frames_on_time},
+          {"frames_silent", r.frames_silent},
+          {"silent_frame_fraction", frac(r.frames_silent, r.frames_due)},
+          {"deadline_miss_rate_reported", frac(r.frames_reported_late, r.frames_due)},
+          {"deadline_miss_rate_true", frac(r.frames_due - r.frames_on_time, r.frames_due)},
+          {"tokens_produced", r.tokens_produced},
+          {"latency_reported", latency_json(r.reported_latency)},
+          {"latency_true", latency_json(r.true_latency)},
+          {"engine_steps", r.engine_steps},
+          {"engine_busy_fraction", r.end_s > 0 ? r.busy_s / r.end_s : 0.0},
+          {"pool_peak_blocks", r.peak_pool_blocks},
+          {"pool_final_blocks", r.final_pool_blocks},
+          {"blocks_allocated", r.blocks_allocated},
+          {"blocks_released", r.blocks_released},
+          {"max_resident_blocks_per_session", r.max_resident_blocks_per_session},
+          {"admission", admission_json(r.admission)}};
+}
+
 json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
               const std::string& cost_label) {
   const double deadline = s.workload.deadline();
-  json result = {
-      {"crashed", r.crashed()},
-      {"first_stall_s", opt(r.first_stall_s)},
-      {"first_preempt_s", opt(r.first_preempt_s)},
-      {"t_sat_error_vs_blocks", opt(relative_error(r.first_stall_s, p.t_sat_blocks_s))},
-      {"t_sat_error_vs_continuous", opt(relative_error(r.first_stall_s, p.t_sat_continuous_s))},
-      {"sessions_arrived", r.sessions_arrived},
-      {"sessions_departed", r.sessions_departed},
-      {"sessions_rejected", r.sessions_rejected},
-      {"peak_live_sessions", r.peak_live_sessions},
-      {"preemptions", r.preemptions},
-      {"frames_due", r.frames_due},
-      {"frames_served", r.frames_served},
-      {"frames_on_time", r.frames_on_time},
-      {"frames_silent", r.frames_silent},
-      {"silent_frame_fraction", frac(r.frames_silent, r.frames_due)},
-      {"deadline_miss_rate_reported", frac(r.frames_reported_late, r.frames_due)},
-      {"deadline_miss_rate_true", frac(r.frames_due - r.frames_on_time, r.frames_due)},
-      {"tokens_produced", r.tokens_produced},
-      {"latency_reported", latency_json(r.reported_latency)},
-      {"latency_true", latency_json(r.true_latency)},
-      {"engine_steps", r.engine_steps},
-      {"engine_busy_fraction", r.end_s > 0 ? r.busy_s / r.end_s : 0.0},
-      {"pool_peak_blocks", r.peak_pool_blocks},
-      {"pool_peak_fraction", frac(r.peak_pool_blocks, p.pool.num_blocks)},
-      {"pool_final_blocks", r.final_pool_blocks},
-      {"blocks_allocated", r.blocks_allocated},
-      {"blocks_released", r.blocks_released},
-      {"max_resident_blocks_per_session", r.max_resident_blocks_per_session},
-      {"admission", admission_json(r.admission)}};
+  json result = run_result_json(r);
+  // What the prediction adds: the first stall against t_sat, the pool peak against the pool.
+  result.update(
+      {{"t_sat_error_vs_blocks", opt(relative_error(r.first_stall_s, p.t_sat_blocks_s))},
+       {"t_sat_error_vs_continuous", opt(relative_error(r.first_stall_s, p.t_sat_continuous_s))},
+       {"pool_peak_fraction", frac(r.peak_pool_blocks, p.pool.num_blocks)}});
   return {{"metronome_version", version_string()},
           {"cost_model", cost_label},
           {"deadline_s", deadline},
@@ -143,11 +148,8 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
 
 std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
   std::ostringstream o;
-  o << fmt::format(
-      "scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
-      s.kv_policy.type == "windowed"
-          ? fmt::format("windowed W={} S={}", s.kv_policy.window_tokens, s.kv_policy.sink_tokens)
-          : std::string("unbounded"));
+  o << fmt::format("scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
+                   s.kv_policy.policy->describe());
   if (!s.model.loaded_from.empty() || !s.model.notes.empty()) {
     // A model given by path: what was read and what was derived, so the user can check it.
     const auto& m = s.model;
@@ -173,7 +175,7 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
       "load       {} sessions (peak {} at once), {:.2f} tokens/s each, r = {:.3e} of the pool per "
       "s\n",
       p.sessions, p.peak_concurrent_sessions, p.tokens_per_s_per_session, p.r_per_s);
-  if (s.kv_policy.type == "unbounded") {
+  if (!s.kv_policy.bounded()) {
     o << fmt::format("t_sat      {} (first-order, summed ages); {} (whole blocks)\n",
                      secs(p.t_sat_continuous_s), secs(p.t_sat_blocks_s));
   } else {
@@ -233,7 +235,7 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
         "admission  {}: N* = {} sessions served (median live over the last half; p5 {} p95 {}); "
         "cap median {}; {} of {} callers rejected ({} by the memory guard{}), {} increases, {} "
         "decreases{}\n",
-        s.admission.type, *a.n_star, *a.live_p5, *a.live_p95, *a.cap_median, r.sessions_rejected,
+        s.admission.type(), *a.n_star, *a.live_p5, *a.live_p95, *a.cap_median, r.sessions_rejected,
         r.sessions_arrived, a.rejected_by_memory,
         a.memory_guard ? (a.memory_cap ? fmt::format(", memory cap {}", *a.memory_cap) : "")
                        : ", off",

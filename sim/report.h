@@ -13,6 +13,8 @@ namespace metronome {
 std::string version_string();
 
 nlohmann::json prediction_json(const Scenario& s, const FirstOrderPrediction& p);
+// A run's result, the one serializer of RunResult (simulate's "result", each side of a replay).
+nlohmann::json run_result_json(const RunResult& r);
 nlohmann::json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
                         const std::string& cost_label);
 

@@ -57,7 +57,7 @@ struct RunResult {
   // The same over the frames served in the last half of the horizon: the steady state a capacity
   // probe judges (a window fills in its first half).
   LatencyHistogram steady_reported_latency;
-  LatencyHistogram true_latency;      // per due frame; never-served frames are censored
+  LatencyHistogram true_latency;  // per due frame; never-served frames are censored
   // Engine and pool
   int64_t engine_steps = 0;
   double busy_s = 0;

@@ -10,6 +10,7 @@
 
 #include "sim/catalog.h"
 #include "sim/config_error.h"
+#include "sim/config_limits.h"
 #include "sim/hf_config.h"
 #include "sim/json_file.h"
 #include "sim/json_section.h"
@@ -17,9 +18,6 @@
 
 namespace metronome {
 namespace {
-
-constexpr int64_t kMaxCount = 1'000'000'000'000LL;  // any count larger is a typo, not a workload
-constexpr double kMaxBytes = 1e18;
 
 std::string base_dir_of(const std::string& path) {
   if (path.empty()) return "";
@@ -188,7 +186,7 @@ EngineConfig parse_engine(JsonSection e) {
           : e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
   c.num_blocks = e.optional_integer("num_blocks", 1, kMaxCount);
   c.scheduler = e.one_of("scheduler", c.scheduler, {"frame", "vllm_v1"});
-  c.exhaustion = e.one_of("exhaustion", c.exhaustion, {"stall", "preempt_recompute"});
+  c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
   c.max_num_batched_tokens =
       e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
   c.session_model = e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
@@ -202,13 +200,7 @@ EngineConfig parse_engine(JsonSection e) {
 
 KvPolicyConfig parse_kv_policy(JsonSection k) {
   KvPolicyConfig c;
-  c.type = k.one_of("type", c.type, {"unbounded", "windowed"});
-  // Window fields are accepted under either type, so --set kv_policy.type=... flips a scenario.
-  const bool windowed = c.type == "windowed";
-  c.window_tokens =
-      k.integer("window_tokens", windowed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
-  c.sink_tokens = k.integer("sink_tokens", 0, 0, kMaxCount);
-  k.finish();
+  c.policy = kv_policies().parse(k, "unbounded");
   return c;
 }
 
@@ -309,35 +301,8 @@ CostModelConfig parse_cost_model(JsonSection m) {
 
 AdmissionConfig parse_admission(JsonSection a) {
   AdmissionConfig c;
-  c.type = a.one_of("type", c.type, {"none", "static", "aimd", "gradient"});
-  const bool fixed = c.type == "static";
-  c.cap = a.integer("cap", fixed ? std::nullopt : std::optional<int64_t>(0), 0, kMaxCount);
   c.memory_guard = a.one_of("memory_guard", c.memory_guard, {"auto", "on", "off"});
-  c.interval_s = a.in_range("interval_s", c.interval_s, 1e-6, kMaxSeconds);
-  c.signal = a.one_of("signal", c.signal, {"reported", "true"});
-  c.quantile = a.in_range("quantile", c.quantile, 0, 1);
-  c.initial_cap = a.integer("initial_cap", c.initial_cap, 0, kMaxCount);
-  c.floor = a.integer("floor", c.floor, 0, kMaxCount);
-  c.max_cap = a.integer("max_cap", c.max_cap, 1, kMaxCount);
-  c.increase = a.in_range("increase", c.increase, 0, 1e9);
-  c.decrease_factor = a.in_range("decrease_factor", c.decrease_factor, 0, 1);
-  c.low_fraction = a.in_range("low_fraction", c.low_fraction, 0, 1e3);
-  c.high_fraction = a.in_range("high_fraction", c.high_fraction, 0, 1e3);
-  c.tolerance = a.in_range("tolerance", c.tolerance, 1, 100);
-  c.smoothing = a.in_range("smoothing", c.smoothing, 0, 1);
-  c.long_window = a.in_range("long_window", c.long_window, 1, 1e9);
-  a.finish();
-  if (c.type == "aimd" || c.type == "gradient") {
-    if (c.floor > c.max_cap) a.fail("floor", "at most max_cap");
-    if (c.initial_cap < c.floor || c.initial_cap > c.max_cap) {
-      a.fail("initial_cap", "between floor and max_cap");
-    }
-  }
-  if (c.type == "aimd") {
-    if (!(c.decrease_factor > 0 && c.decrease_factor < 1))
-      a.fail("decrease_factor", "a factor in (0, 1)");
-    if (!(c.low_fraction < c.high_fraction)) a.fail("low_fraction", "less than high_fraction");
-  }
+  c.policy = admission_policies().parse(a, "none");
   return c;
 }
 
@@ -454,6 +419,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.engine = parse_engine(top.section("engine"));
   s.kv_policy = parse_kv_policy(top.section("kv_policy"));
   s.workload = parse_workload(top.section("workload", true));
+  if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
   s.cost_model = parse_cost_model(top.section("cost_model"));
   s.horizon_s = top.in_range("horizon_s", std::nullopt, 1e-9, kMaxSeconds);
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
@@ -463,7 +429,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
       out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
   top.finish();
-  if (s.admission.memory_guard == "on" && s.kv_policy.type != "windowed" &&
+  if (s.admission.memory_guard == "on" && !s.kv_policy.bounded() &&
       s.workload.duration.type != "fixed") {
     throw ConfigError(source +
                       ": admission.memory_guard: \"on\" needs a bound on each session's "
@@ -599,19 +565,16 @@ nlohmann::json to_json(const Scenario& s) {
                  {"activation_reserve_bytes", e.activation_reserve_bytes},
                  {"max_sessions_per_step", e.max_sessions_per_step},
                  {"scheduler", e.scheduler},
-                 {"exhaustion", e.exhaustion},
-                 {"silence_after_s", e.silence_after_s.value_or(s.workload.deadline())}};
+                 {"exhaustion", e.exhaustion->type()},
+                 {"silence_after_s", e.silence_after_s.value()}};
   if (e.num_blocks) engine["num_blocks"] = *e.num_blocks;
   if (e.scheduler == "vllm_v1") {
     engine["max_num_batched_tokens"] = e.max_num_batched_tokens;
     engine["session_model"] = e.session_model;
     engine["enable_prefix_caching"] = e.enable_prefix_caching;
   }
-  json kv = {{"type", s.kv_policy.type}};
-  if (s.kv_policy.type == "windowed") {
-    kv["window_tokens"] = s.kv_policy.window_tokens;
-    kv["sink_tokens"] = s.kv_policy.sink_tokens;
-  }
+  json kv = {{"type", s.kv_policy.type()}};
+  s.kv_policy.policy->write(kv);
   const auto& w = s.workload;
   json arrival = {{"type", w.arrival.type}, {"start_s", w.arrival.start_s}};
   if (w.arrival.type != "poisson") arrival["sessions"] = w.arrival.sessions;
@@ -639,27 +602,9 @@ nlohmann::json to_json(const Scenario& s) {
   json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
   if (!s.cost_model.file.empty()) cost["file"] = s.cost_model.file;
   const auto& a = s.admission;
-  json admission = {{"type", a.type}};
-  if (a.type == "static") admission["cap"] = a.cap;
-  if (a.type != "none" || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
-  if (a.type == "aimd" || a.type == "gradient") {
-    admission.update({{"interval_s", a.interval_s},
-                      {"signal", a.signal},
-                      {"quantile", a.quantile},
-                      {"initial_cap", a.initial_cap},
-                      {"floor", a.floor},
-                      {"max_cap", a.max_cap}});
-  }
-  if (a.type == "aimd") {
-    admission.update({{"increase", a.increase},
-                      {"decrease_factor", a.decrease_factor},
-                      {"low_fraction", a.low_fraction},
-                      {"high_fraction", a.high_fraction}});
-  }
-  if (a.type == "gradient") {
-    admission.update(
-        {{"tolerance", a.tolerance}, {"smoothing", a.smoothing}, {"long_window", a.long_window}});
-  }
+  json admission = {{"type", a.type()}};
+  a.policy->write(admission);
+  if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
   return {{"name", s.name},           {"comment", s.comment},
           {"model", model},           {"gpu", gpu},
           {"engine", engine},         {"kv_policy", kv},

@@ -3,13 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
+#include "sim/admission/admission_policy.h"
+#include "sim/admission/no_admission.h"
+#include "sim/exhaustion/exhaustion_policy.h"
+#include "sim/exhaustion/stall.h"
 #include "sim/gpu.h"
+#include "sim/kv_policy/kv_policy.h"
+#include "sim/kv_policy/unbounded.h"
 #include "sim/model.h"
 
 namespace metronome {
@@ -21,25 +28,29 @@ struct EngineConfig {
   int64_t max_sessions_per_step = 256;  // continuous-batching cap; alias max_num_seqs (vLLM's)
   std::optional<int64_t> num_blocks;    // explicit pool size, overriding the sizing rule
   // How steps are formed (docs/vllm.md). `frame`: a step serves whole frames of ready sessions and
-  // `exhaustion` says what a frame without blocks does. `vllm_v1`: vLLM V1's scheduler, one model
-  // iteration per step under a token budget with chunked prefill; it preempts the newest running
-  // request when a running one cannot grow and stalls the waiting ones (exhaustion is not used).
-  std::string scheduler = "frame";          // frame | vllm_v1
-  std::string exhaustion = "stall";         // frame: stall | preempt_recompute
+  // `exhaustion` (sim/exhaustion/) says what a frame without blocks does. `vllm_v1`: vLLM V1's
+  // scheduler, one model iteration per step under a token budget with chunked prefill; it preempts
+  // the newest running request when a running one cannot grow and stalls the waiting ones
+  // (exhaustion is not used).
+  std::string scheduler = "frame";                      // frame | vllm_v1
+  std::shared_ptr<const ExhaustionPolicy> exhaustion =  // frame: stall | preempt_recompute
+      std::make_shared<const StallOnExhaustion>();
   int64_t max_num_batched_tokens = 8192;    // vllm_v1: tokens computed per step
   std::string session_model = "resumable";  // vllm_v1: resumable | per_frame_request
   bool enable_prefix_caching = true;        // vllm_v1: vLLM's default
   // The serving layer pads a frame with silence when no output came this long after its release.
-  std::optional<double> silence_after_s;  // default: the frame deadline
+  // Absent in the file: the frame deadline, resolved once by parse_scenario (always set after it).
+  std::optional<double> silence_after_s;
 };
 
+// The scenario's KV policy: one registered KvPolicy (sim/kv_policy/), unbounded by default.
 struct KvPolicyConfig {
-  std::string type = "unbounded";  // unbounded | windowed
-  int64_t window_tokens = 0;       // W
-  int64_t sink_tokens = 0;         // S
-  kv::Window window() const {
-    return type == "windowed" ? kv::Window{window_tokens, sink_tokens} : kv::Window{};
-  }
+  std::shared_ptr<const KvPolicy> policy = std::make_shared<const UnboundedKv>();
+
+  std::string type() const { return policy->type(); }
+  kv::Window window() const { return policy->window(); }
+  // True when each session's resident KV has a bound (a window).
+  bool bounded() const { return !window().unbounded(); }
 };
 
 struct ArrivalConfig {
@@ -84,32 +95,22 @@ struct CostModelConfig {
   std::string file;                // calibrated: path of the calibration JSON
 };
 
-// Admission control (docs/admission.md). Fields of other types are accepted and ignored, so
-// --set admission.type=... flips a scenario; to_json emits only the chosen type's fields.
+// Admission control (docs/admission.md): one registered AdmissionPolicy (sim/admission/), none by
+// default, and the memory guard, which composes with any of them: a caller is admitted only if
+// every admitted session's worst-case blocks (windowed: S + W + the frame, whole blocks; unbounded
+// with fixed call lengths: its KV at hang-up) fit the pool. auto: on where that bound exists and a
+// policy limits admission; on: required (an error where it cannot be bounded); off.
 struct AdmissionConfig {
-  std::string type = "none";  // none | static | aimd | gradient
-  int64_t cap = 0;            // static: the fixed cap
-  // A guard that composes with any controller: a caller is admitted only if every admitted
-  // session's worst-case blocks (windowed: S + W + the frame, whole blocks; unbounded with fixed
-  // call lengths: its KV at hang-up) fit the pool. auto: on where that bound exists and a
-  // controller is chosen; on: required (an error where it cannot be bounded); off.
+  std::shared_ptr<const AdmissionPolicy> policy = std::make_shared<const NoAdmissionPolicy>();
   std::string memory_guard = "auto";
-  // aimd and gradient: the control loop
-  double interval_s = 1.0;          // control interval
-  std::string signal = "reported";  // reported | true latency
-  double quantile = 0.95;           // of the interval's per-frame latency
-  int64_t initial_cap = 16;
-  int64_t floor = 1;
-  int64_t max_cap = 100000;
-  // aimd
-  double increase = 2;           // sessions added per interval with headroom
-  double decrease_factor = 0.9;  // cap multiplier on congestion
-  double low_fraction = 0.8;     // headroom below low_fraction x deadline
-  double high_fraction = 0.9;    // congestion above high_fraction x deadline
-  // gradient
-  double tolerance = 1.5;   // how much short-term latency may exceed long-term before shrinking
-  double smoothing = 0.2;   // weight of the new target per interval
-  double long_window = 60;  // intervals in the long-term average
+
+  std::string type() const { return policy->type(); }
+  // The policy's control loop, or the defaults where it has none (a fixed cap learns nothing).
+  const ControlLoop& control_loop() const {
+    static const ControlLoop kNone;
+    const ControlLoop* l = policy->control_loop();
+    return l ? *l : kNone;
+  }
 };
 
 struct OutputConfig {

@@ -32,12 +32,12 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
   c.period_s = w.frame_period_s;
   const int64_t pool_tokens = p.pool.num_blocks * s.engine.block_size;
   c.context = pool_tokens / c.sessions;
-  if (s.kv_policy.type == "windowed") {
-    c.context = std::min(c.context, s.kv_policy.window_tokens + s.kv_policy.sink_tokens);
+  if (s.kv_policy.bounded()) {
+    c.context = std::min(c.context, s.kv_policy.window().window + s.kv_policy.window().sinks);
   }
   c.work_s = period_work(s, c.sessions, c.context, cost);
   c.keeps_up = c.work_s <= c.period_s;
-  if (c.keeps_up || s.kv_policy.type != "unbounded" || w.arrival.type != "all_at_once") return c;
+  if (c.keeps_up || s.kv_policy.bounded() || w.arrival.type != "all_at_once") return c;
 
   // All callers at once: frame m is served at the later of its release and the end of frame m-1,
   // each frame costing what the cost model says at its context; the pool is full at the first

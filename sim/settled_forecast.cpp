@@ -13,8 +13,9 @@ double periodic_latency_quantile(std::vector<ForecastCaller> callers, const Fore
                                  const CostModel& cost, double q) {
   std::erase_if(callers, [](const ForecastCaller& c) { return c.count <= 0; });
   if (callers.empty()) return 0;
-  std::stable_sort(callers.begin(), callers.end(),
-                   [](const ForecastCaller& a, const ForecastCaller& b) { return a.phase < b.phase; });
+  std::stable_sort(
+      callers.begin(), callers.end(),
+      [](const ForecastCaller& a, const ForecastCaller& b) { return a.phase < b.phase; });
   constexpr int kPeriods = 4, kRecordFrom = 2;
   const size_t n = callers.size();
   const size_t total = n * kPeriods;

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "sim/cost/cost_model.h"
 #include "sim/time.h"
 
@@ -23,9 +23,9 @@ struct ForecastCaller {
 };
 
 struct ForecastShape {
-  Time period;                // frame period
-  int64_t n_in, n_out;        // tokens in and out per frame
-  int64_t max_batch;          // most sessions per step
+  Time period;          // frame period
+  int64_t n_in, n_out;  // tokens in and out per frame
+  int64_t max_batch;    // most sessions per step
   kv::Window window;
 };
 

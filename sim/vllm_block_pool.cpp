@@ -5,7 +5,7 @@
 
 namespace metronome {
 
-VllmBlockPool::VllmBlockPool(int64_t num_gpu_blocks, BlockPool& counts)
+VllmBlockPool::VllmBlockPool(int64_t num_gpu_blocks, BlockCounter& counts)
     : counts_(counts),
       ref_(static_cast<size_t>(num_gpu_blocks), 0),
       prev_(static_cast<size_t>(num_gpu_blocks), -1),

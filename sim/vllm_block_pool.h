@@ -1,21 +1,21 @@
 // vLLM V1's block pool (vllm/v1/core/block_pool.py, 0.33.0) by block identity: a free queue whose
 // order decides which block is reused next, and the prefix cache that keeps freed full blocks
 // findable until they are reused. Block 0 is vLLM's null block and never free. The counts are
-// mirrored into a BlockPool so the engine's statistics read the same numbers.
+// mirrored into a BlockCounter so the engine's statistics read the same numbers.
 #pragma once
 
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
-#include "sim/block_pool.h"
+#include "sim/block_counter.h"
 
 namespace metronome {
 
 class VllmBlockPool {
  public:
   // `counts` has capacity num_gpu_blocks - 1 and must outlive this.
-  VllmBlockPool(int64_t num_gpu_blocks, BlockPool& counts);
+  VllmBlockPool(int64_t num_gpu_blocks, BlockCounter& counts);
 
   int64_t free() const { return free_count_; }  // includes free blocks still in the prefix cache
   int64_t ref(int64_t b) const { return ref_[static_cast<size_t>(b)]; }
@@ -34,7 +34,7 @@ class VllmBlockPool {
   void push_back(int64_t b);
   void push_front(int64_t b);
 
-  BlockPool& counts_;
+  BlockCounter& counts_;
   std::vector<int64_t> ref_, prev_, next_;  // the free queue: a list through prev_/next_
   std::vector<uint64_t> hash_;              // 0: not cached
   std::vector<bool> queued_;

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 
 namespace metronome {
 
-VllmScheduler::VllmScheduler(const VllmSchedulerConfig& c, BlockPool& pool)
+VllmScheduler::VllmScheduler(const VllmSchedulerConfig& c, BlockCounter& pool)
     : c_(c), pool_(pool.capacity() + 1, pool) {
   if (c.block_size < 1 || c.max_num_seqs < 1 || c.max_num_batched_tokens < 1) {
     throw std::invalid_argument("VllmScheduler: block size, max_num_seqs, token budget >= 1");

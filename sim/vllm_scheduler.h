@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/block_pool.h"
+#include "sim/block_counter.h"
 #include "sim/vllm_block_pool.h"
 
 namespace metronome {
@@ -74,7 +74,7 @@ class VllmScheduler {
   };
 
   // `pool` counts the usable blocks (vLLM's pool less its null block); it must outlive this.
-  VllmScheduler(const VllmSchedulerConfig& c, BlockPool& pool);
+  VllmScheduler(const VllmSchedulerConfig& c, BlockCounter& pool);
 
   // A new session in `session`'s slot (slots are reused once a session finished).
   void open(int64_t session) {

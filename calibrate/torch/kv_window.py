@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The KV visibility rule of kernels/kv_window.h, in Python for the PyTorch device path.
+"""The KV visibility rule of core/kv_window.h, in Python for the PyTorch device path.
 
 A query at absolute position q sees key k iff k <= q and (unbounded or k < S or q - k <= W): the
 S attention-sink tokens, the W tokens before the query, and the query itself (W < 0: unbounded).
-kernels/kv_window.h is the rule; this port is checked against a table the C++ rule wrote
+core/kv_window.h is the rule; this port is checked against a table the C++ rule wrote
 (kv_window_table.json, pinned by tests/calibrate/torch_path_test.cpp):
 
     python3 calibrate/torch/kv_window.py --check calibrate/torch/kv_window_table.json
@@ -53,7 +53,7 @@ def check(path):
                   f"({visible_keys(q, w, s)} keys), the C++ rule {case['mask']} "
                   f"({case['visible_keys']})", file=sys.stderr)
     print(f"kv_window.py: {len(table['cases']) - bad} of {len(table['cases'])} cases agree with "
-          f"kernels/kv_window.h")
+          f"core/kv_window.h")
     return 1 if bad else 0
 
 

@@ -10,7 +10,7 @@ per grid point (calibrate/torch/grids.json, written from calibrate/grid.cpp):
   attention  one layer's attention over the cached KV
   gemm       one layer's linears
 
-Attention, both ways, sinks + window from the rule of kernels/kv_window.h (kv_window.py, a tested
+Attention, both ways, sinks + window from the rule of core/kv_window.h (kv_window.py, a tested
 port): SDPA on the keys the step can see (the sinks and the window, gathered: what a paged engine
 holds), with a boolean mask where the queries need one (GQA then folded into the query length, since the
 fused SDPA kernels take no mask with enable_gqa); FlexAttention on the session's whole KV
@@ -297,7 +297,7 @@ def main():
             f"attention by {' and '.join(impls)}"
             + (", the faster kept per shape (attention_impl)" if len(impls) > 1 else "")
             + f"; SDPA backends that ran: {backends or 'none'}; sinks + window from "
-            "kernels/kv_window.h's rule; dense per-step KV (not paged); "
+            "core/kv_window.h's rule; dense per-step KV (not paged); "
             + ("CUDA events" if device.type == "cuda" else "perf_counter")
             + f", {warmup} warm-ups, median of {reps} repetitions of >= {min_t:g} s"),
     }

@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "kernels/paged_kv.h"
 
 namespace metronome::kernels::reference {

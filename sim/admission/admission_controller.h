@@ -1,15 +1,14 @@
 // Admission control: how many sessions the engine admits at once. A caller arriving while the
 // number of admitted (live) sessions is at the cap is rejected (a busy signal) and counted;
 // sessions already admitted are never evicted by the controller. Controllers that learn the cap
-// online see one ControlSignal per control interval (admission.interval_s); chosen by
-// admission.type through make_admission_controller(), one file per policy.
+// online see one ControlSignal per control interval (admission.interval_s); each is made by its
+// AdmissionPolicy (sim/admission/admission_policy.h), chosen by admission.type.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <memory>
 
-#include "sim/scenario.h"
 #include "sim/time.h"
 
 namespace metronome {
@@ -38,9 +37,5 @@ class AdmissionController {
   // One control interval ended; called only by adaptive controllers' engines.
   virtual void on_interval(const ControlSignal& /*signal*/) {}
 };
-
-// The registry: one line per policy.
-std::unique_ptr<AdmissionController> make_admission_controller(const AdmissionConfig& c,
-                                                               double deadline_s);
 
 }  // namespace metronome

@@ -20,21 +20,46 @@
 // An interval without frames holds. The cap is kept as a real number and admits floor(cap).
 #pragma once
 
-#include "sim/admission/admission_controller.h"
+#include "sim/admission/admission_policy.h"
 
 namespace metronome {
 
+struct AimdParams {
+  ControlLoop loop;
+  double increase = 2;           // sessions added per interval with headroom
+  double decrease_factor = 0.9;  // cap multiplier on congestion
+  double low_fraction = 0.8;     // headroom below low_fraction x deadline
+  double high_fraction = 0.9;    // congestion above high_fraction x deadline
+};
+
 class Aimd : public AdmissionController {
  public:
-  Aimd(const AdmissionConfig& c, double deadline_s);
+  Aimd(const AimdParams& c, double deadline_s);
   int64_t cap() const override;
   bool adaptive() const override { return true; }
   void on_interval(const ControlSignal& s) override;
 
  private:
-  AdmissionConfig c_;
+  AimdParams c_;
   double low_s_, high_s_;
   double cap_;
+};
+
+class AimdPolicy final : public AdmissionPolicy {
+ public:
+  explicit AimdPolicy(const AimdParams& p) : p_(p) {}
+  std::string type() const override { return "aimd"; }
+  void write(nlohmann::json& section) const override;
+  std::unique_ptr<AdmissionController> make_controller(double deadline_s) const override {
+    return std::make_unique<Aimd>(p_, deadline_s);
+  }
+  const ControlLoop* control_loop() const override { return &p_.loop; }
+  double forecast_increase() const override { return p_.increase; }
+  double congestion_fraction() const override { return p_.high_fraction; }
+  static std::shared_ptr<const AdmissionPolicy> parse(JsonSection& a);
+
+ private:
+  AimdParams p_;
 };
 
 }  // namespace metronome

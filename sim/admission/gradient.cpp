@@ -5,7 +5,8 @@
 
 namespace metronome {
 
-Gradient::Gradient(const AdmissionConfig& c) : c_(c), cap_(static_cast<double>(c.initial_cap)) {}
+Gradient::Gradient(const GradientParams& c)
+    : c_(c), cap_(static_cast<double>(c.loop.initial_cap)) {}
 
 int64_t Gradient::cap() const { return static_cast<int64_t>(std::floor(cap_ + 1e-9)); }
 
@@ -28,7 +29,22 @@ void Gradient::on_interval(const ControlSignal& s) {
   double target = cap_ * g + std::sqrt(cap_);
   if (target > cap_ && 2.0 * static_cast<double>(s.live) < cap_) target = cap_;
   cap_ = (1.0 - c_.smoothing) * cap_ + c_.smoothing * target;
-  cap_ = std::clamp(cap_, static_cast<double>(c_.floor), static_cast<double>(c_.max_cap));
+  cap_ = std::clamp(cap_, static_cast<double>(c_.loop.floor), static_cast<double>(c_.loop.max_cap));
+}
+
+std::shared_ptr<const AdmissionPolicy> GradientPolicy::parse(JsonSection& a) {
+  GradientParams p;
+  p.loop = ControlLoop::parse(a);
+  p.tolerance = a.in_range("tolerance", p.tolerance, 1, 100);
+  p.smoothing = a.in_range("smoothing", p.smoothing, 0, 1);
+  p.long_window = a.in_range("long_window", p.long_window, 1, 1e9);
+  return std::make_shared<GradientPolicy>(p);
+}
+
+void GradientPolicy::write(nlohmann::json& section) const {
+  p_.loop.write(section);
+  section.update(
+      {{"tolerance", p_.tolerance}, {"smoothing", p_.smoothing}, {"long_window", p_.long_window}});
 }
 
 }  // namespace metronome

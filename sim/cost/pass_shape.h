@@ -1,12 +1,12 @@
 // How a batch becomes forward passes: the one rule the engine's two schedulers, the service-rate
 // check and calibration share. Attention per query reads the session's cached visible keys plus,
-// causally, half of the new tokens; a window caps it at S + W + 1 keys.
+// causally, half of the new tokens; a window caps it at kv::max_visible_keys (S + W + 1).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "sim/cost/cost_model.h"
 
 namespace metronome {
@@ -15,7 +15,7 @@ namespace metronome {
 // pass: a frame's ingest, a prefill chunk, or one decode token.
 inline void add_chunk(PassShape& p, int64_t count, int64_t q, int64_t cached, kv::Window w) {
   double per_query = static_cast<double>(cached) + 0.5 * static_cast<double>(q + 1);
-  if (!w.unbounded()) per_query = std::min(per_query, static_cast<double>(w.window + w.sinks + 1));
+  if (!w.unbounded()) per_query = std::min(per_query, static_cast<double>(kv::max_visible_keys(w)));
   p.sessions += count;
   p.query_tokens += q * count;
   p.kv_read_tokens += cached * count;

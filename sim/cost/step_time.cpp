@@ -99,7 +99,7 @@ void check_step_bounds(const Scenario& s, const CostModel& cost) {
   const PoolSizing pool = size_pool(s);
   const int64_t pool_tokens = pool.num_blocks * s.engine.block_size;
   const int64_t batch = s.engine.max_sessions_per_step;
-  const int64_t recompute = s.engine.exhaustion == "preempt_recompute" ? pool_tokens : 0;
+  const int64_t recompute = s.engine.exhaustion->preempts() ? pool_tokens : 0;
   StepShape worst =
       step_shape(s, batch, std::max<int64_t>(1, n_in), (pool_tokens + batch - 1) / batch);
   const double rc = static_cast<double>(recompute);

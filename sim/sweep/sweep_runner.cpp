@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "sim/config_error.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/json_file.h"
@@ -40,11 +42,36 @@ bool seed_free_schedule(const Scenario& s) {
   return s.workload.arrival.type != "poisson" && s.workload.duration.type == "fixed";
 }
 
-ojson row_for(const SweepSpec& spec, int64_t run, Scenario s,
+// The cost models of a sweep's points: one per distinct model, GPU and cost_model section, built
+// once and shared by every run of every point using it (a CostModel is immutable, so the worker
+// threads share it). Each point's step bounds are still checked against its own workload.
+struct PointCosts {
+  std::vector<std::shared_ptr<const CostModel>> of_point;
+  std::string label;  // the distinct labels, "; " between them: the sweep's "cost_model"
+};
+
+PointCosts cost_models_of(const std::vector<Scenario>& points) {
+  PointCosts c;
+  std::map<std::string, std::shared_ptr<const CostModel>> built;
+  for (const Scenario& p : points) {
+    const nlohmann::json j = to_json(p);
+    const std::string key = j["model"].dump() + j["gpu"].dump() + j["cost_model"].dump();
+    auto it = built.find(key);
+    if (it == built.end()) {
+      it = built.emplace(key, make_unchecked_cost_model(p)).first;
+      c.label += (c.label.empty() ? "" : "; ") + it->second->label();
+    }
+    check_step_bounds(p, *it->second);
+    c.of_point.push_back(it->second);
+  }
+  return c;
+}
+
+ojson row_for(const SweepSpec& spec, int64_t run, Scenario s, const CostModel& cost,
               const std::optional<FirstOrderPrediction>& cached = std::nullopt) {
   s.seed = spec.seed_of(run);
-  const RunResult r = simulate(s);
   const auto p = cached ? *cached : predict_first_order(s);
+  const RunResult r = simulate(s, cost, p.pool);
   const auto frac = [](int64_t a, int64_t b) {
     return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
   };
@@ -182,9 +209,10 @@ class RowWriter {
 
 void write_summary_files(const SweepSpec& spec, const std::string& dir, const Shard& shard,
                          int64_t planned, const std::vector<ojson>& rows, bool complete,
-                         bool with_aggregate) {
+                         bool with_aggregate, const std::string& cost_label) {
   ojson meta;
   meta["metronome_version"] = version_string();
+  meta["cost_model"] = cost_label;
   meta["spec"] = spec.to_json();
   meta["points"] = spec.points();
   meta["runs_total"] = spec.runs();
@@ -231,7 +259,8 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
 }  // namespace
 
 ojson run_row(const SweepSpec& spec, int64_t run) {
-  return row_for(spec, run, spec.load_point(spec.point_of(run)));
+  const Scenario s = spec.load_point(spec.point_of(run));
+  return row_for(spec, run, s, *make_cost_model(s));
 }
 
 ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<ojson>& rows) {
@@ -298,6 +327,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
     predictions.emplace_back();
     if (seed_free_schedule(points.back())) predictions.back() = predict_first_order(points.back());
   }
+  const PointCosts costs = cost_models_of(points);
   std::vector<int64_t> mine;
   for (int64_t r = 0; r < spec.runs(); ++r) {
     if (o.shard.owns(r)) mine.push_back(r);
@@ -325,7 +355,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
       std::optional<ojson> row;
       try {
         const auto point = static_cast<size_t>(spec.point_of(mine[i]));
-        row = row_for(spec, mine[i], points[point], predictions[point]);
+        row = row_for(spec, mine[i], points[point], *costs.of_point[point], predictions[point]);
       } catch (...) {
         std::lock_guard lock(m);
         if (!error) error = std::current_exception();
@@ -388,13 +418,14 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   out.written = static_cast<int64_t>(written.size());
   out.complete = out.written == out.planned;
   write_summary_files(spec, o.out_dir, o.shard, out.planned, written, out.complete,
-                      o.shard.count == 1);
+                      o.shard.count == 1, costs.label);
   return out;
 }
 
 void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_dir) {
   if (dirs.empty()) throw ConfigError("sweep-merge: no shard directories given");
   std::optional<ojson> spec_json;
+  std::string cost_label;  // the shards ran the same spec, so the same cost models
   std::map<int64_t, ojson> rows;
   for (const auto& d : dirs) {
     if (!std::filesystem::exists(d + "/sweep.json"))
@@ -403,6 +434,8 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
         parse_ordered_json(read_text_file(d + "/sweep.json", "sweep summary"), d + "/sweep.json");
     if (!spec_json) {
       spec_json = meta["spec"];
+      if (meta.contains("cost_model") && meta["cost_model"].is_string())
+        cost_label = meta["cost_model"].get<std::string>();
     } else if (meta["spec"] != *spec_json) {
       throw ConfigError(d + ": a different sweep (its spec differs from " + dirs.front() + ")");
     }
@@ -457,7 +490,7 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
     }
     writer.close();
   }
-  write_summary_files(spec, out_dir, Shard{}, spec.runs(), all, true, true);
+  write_summary_files(spec, out_dir, Shard{}, spec.runs(), all, true, true, cost_label);
 }
 
 }  // namespace metronome

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/pipeline.h"
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 
 namespace metronome::calibrate {
 namespace {
@@ -26,7 +26,7 @@ TEST(TorchPath, GridsFileEqualsTheGrids) {
 }
 
 // The table: every (W, S, q) case's visibility mask over keys 0..q and its key count, from
-// kernels/kv_window.h. Regenerate by running this test with METRONOME_WRITE_KV_TABLE=1.
+// core/kv_window.h. Regenerate by running this test with METRONOME_WRITE_KV_TABLE=1.
 nlohmann::json kv_table() {
   nlohmann::json cases = nlohmann::json::array();
   for (int64_t w : {-1, 0, 1, 3, 8}) {
@@ -43,7 +43,7 @@ nlohmann::json kv_table() {
     }
   }
   return {{"comment",
-           "kernels/kv_window.h key_visible and visible_keys, written by "
+           "core/kv_window.h key_visible and visible_keys, written by "
            "tests/calibrate/torch_path_test.cpp; calibrate/torch/kv_window.py is checked "
            "against it"},
           {"cases", cases}};

@@ -1,7 +1,7 @@
 // libFuzzer target over command-line parsing: each input line is one argument of
 // `metronome predict|capacity ...` (the subcommands' own option definitions, validators and --set
 // handling), and each line is also tried alone as a --set assignment on the default scenario and
-// against the numeric option validators (sim/cli/option_checks.h). Any outcome but success, a
+// against the numeric option validators (app/option_checks.h). Any outcome but success, a
 // CLI11 parse error or a ConfigError is a finding, and so is a validator that accepts text that is
 // not a finite number or not a plain decimal integer. An accepted `predict` is run (cheap; its
 // stdout goes to /dev/null); `capacity` is only parsed, since its probes simulate.
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/commands.h"
-#include "sim/cli/option_checks.h"
+#include "app/commands.h"
+#include "app/option_checks.h"
 #include "sim/config_error.h"
 #include "sim/scenario.h"
 #include "tests/fuzz/fuzz_input.h"

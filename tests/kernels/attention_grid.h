@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/kv_window.h"
 #include "frame_fixture.h"
 #include "kernels/dtype.h"
-#include "kernels/kv_window.h"
 
 namespace metronome::kernels::testing {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 #include "replay/clock.h"
 #include "replay/step_backend.h"
 

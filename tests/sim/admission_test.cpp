@@ -100,9 +100,8 @@ TEST(Admission, RejectionsDoNotShiftOtherStreams) {
 }
 
 TEST(Admission, AimdRulesOnOneInterval) {
-  AdmissionConfig c;
-  c.type = "aimd";
-  c.initial_cap = 100;
+  AimdParams c;
+  c.loop.initial_cap = 100;
   Aimd m(c, 0.010);
   ControlSignal sig;
   sig.frames = 10;

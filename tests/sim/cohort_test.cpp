@@ -107,7 +107,7 @@ TEST(Cohorts, RandomPopulationsMatch) {
     EXPECT_TRUE(with.second == without.second) << "time series or steps differ";
     if (with.second != without.second && std::getenv("METRONOME_DEBUG_COHORTS")) {
       for (auto& x : sets) std::cerr << x << " ";
-      std::cerr << "n=" << n << " " << s.kv_policy.type << "\n";
+      std::cerr << "n=" << n << " " << s.kv_policy.type() << "\n";
       std::istringstream a(with.second), b(without.second);
       std::string la, lb;
       for (int k = 0; std::getline(a, la) && std::getline(b, lb); ++k) {

@@ -96,7 +96,7 @@ TEST(HfConfigShapes, ExactParameterCounts) {
 
 TEST(HfConfigShapes, SlidingWindowIsReportedNotApplied) {
   const Scenario s = load("mistral-7b-v0.1");
-  EXPECT_EQ(s.kv_policy.type, "unbounded");
+  EXPECT_EQ(s.kv_policy.type(), "unbounded");
   bool said = false;
   for (const auto& n : s.model.notes) said = said || n.find("sliding_window 4096 on all 32") == 0;
   EXPECT_TRUE(said);

@@ -1,10 +1,10 @@
-// The block accounting the simulator takes from kernels/kv_window.h, checked against a brute-force
+// The block accounting the simulator takes from core/kv_window.h, checked against a brute-force
 // count of the blocks that hold at least one visible key.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "kernels/kv_window.h"
+#include "core/kv_window.h"
 
 namespace metronome::kv {
 namespace {

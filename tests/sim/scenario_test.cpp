@@ -73,8 +73,8 @@ TEST(Scenario, SetOverridesAnyField) {
       "", {"workload.frame_period_s=0.5", "kv_policy.type=windowed", "kv_policy.window_tokens=100",
            "model=qwen2.5-omni-7b", "engine.num_blocks=1000"});
   EXPECT_DOUBLE_EQ(s.workload.frame_period_s, 0.5);
-  EXPECT_EQ(s.kv_policy.type, "windowed");
-  EXPECT_EQ(s.kv_policy.window_tokens, 100);
+  EXPECT_EQ(s.kv_policy.type(), "windowed");
+  EXPECT_EQ(s.kv_policy.window().window, 100);
   EXPECT_EQ(s.model.name, "qwen2.5-omni-7b");
   EXPECT_EQ(s.model.kv_bytes_per_token(), 56 * 1024);  // brief: 56 KiB per token
   EXPECT_EQ(size_pool(s).num_blocks, 1000);

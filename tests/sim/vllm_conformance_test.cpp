@@ -43,7 +43,7 @@ VllmSchedulerConfig config_of(const json& c) {
 
 // The peer's driver (FORMAT.md), step by step, recorded in the golden's form.
 json replay(const json& c, int64_t usable_blocks) {
-  BlockPool pool(usable_blocks);
+  BlockCounter pool(usable_blocks);
   VllmScheduler sched(config_of(c), pool);
   const json& sessions = c.at("sessions");
   const int64_t n = static_cast<int64_t>(sessions.size());

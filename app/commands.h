@@ -14,8 +14,8 @@ Run add_sweep(CLI::App& app);
 Run add_sweep_merge(CLI::App& app);
 Run add_capacity(CLI::App& app);
 Run add_recommend(CLI::App& app);
-std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // calibrate/calibrate_command.cpp
-Run add_replay(CLI::App& app);                           // replay/replay_command.cpp
-Run add_quality(CLI::App& app);                          // quality/quality_command.cpp
+std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // app/calibrate_command.cpp
+Run add_replay(CLI::App& app);                           // app/replay_command.cpp
+Run add_quality(CLI::App& app);                          // app/quality_command.cpp
 
 }  // namespace metronome::cli

@@ -1,6 +1,6 @@
 // `metronome calibrate run|fit|roofline|report`: time a grid, fit it, write an analytic file, and
 // compare a calibration with the roofline. Compiled into the metronome executable (see
-// calibrate/CMakeLists.txt), registered by one line in sim/cli/main.cpp.
+// app/CMakeLists.txt), registered by one line in app/main.cpp.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -8,6 +8,9 @@
 #include <memory>
 #include <sstream>
 
+#include "app/commands.h"
+#include "app/option_checks.h"
+#include "app/scenario_options.h"
 #include "calibrate/benchmarks.h"
 #include "calibrate/calibration_writer.h"
 #include "calibrate/grid.h"
@@ -15,9 +18,6 @@
 #include "calibrate/report.h"
 #include "calibrate/vidur_import.h"
 #include "calibrate/vidur_profile.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/option_checks.h"
-#include "sim/cli/scenario_options.h"
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/json_file.h"

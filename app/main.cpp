@@ -5,7 +5,7 @@
 #include <functional>
 #include <iostream>
 
-#include "sim/cli/commands.h"
+#include "app/commands.h"
 #include "sim/config_error.h"
 #include "sim/nearest_name.h"
 #include "sim/output_file.h"

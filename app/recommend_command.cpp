@@ -2,10 +2,11 @@
 #include <iostream>
 #include <memory>
 
-#include "sim/cli/commands.h"
-#include "sim/cli/scenario_options.h"
+#include "app/commands.h"
+#include "app/scenario_options.h"
 #include "sim/config_error.h"
 #include "sim/json_file.h"
+#include "sim/json_section.h"
 #include "sim/recommend.h"
 
 namespace metronome::cli {
@@ -55,7 +56,11 @@ Run add_recommend(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   return [o]() {
     Scenario s = o->scenario.load();
-    if (s.admission.type == "none") s.admission.type = "aimd";  // N* needs a controller
+    if (!s.admission.policy->limits()) {  // N* needs a controller: AIMD with its defaults
+      const nlohmann::json aimd = {{"type", "aimd"}};
+      JsonSection section(aimd, s.source, "admission");
+      s.admission.policy = admission_policies().parse(section, std::nullopt);
+    }
     RecommendSpec spec;
     spec.windows = o->windows;
     spec.sinks = o->sinks;

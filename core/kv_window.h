@@ -68,6 +68,10 @@ constexpr METRONOME_HD int64_t window_start(int64_t q, Window w) {
   return q - w.window;
 }
 
+// The most keys any query sees under a window: its S sinks, the W keys before it and itself. The
+// cap on per-query attention work wherever a pass is costed (sim/cost/pass_shape.h).
+constexpr METRONOME_HD int64_t max_visible_keys(Window w) { return w.sinks + w.window + 1; }
+
 // Keys a query at q attends to: min(q+1, S + W + 1) for a window, q + 1 unbounded.
 constexpr METRONOME_HD int64_t visible_keys(int64_t q, Window w) {
   const int64_t start = window_start(q, w);

@@ -1,8 +1,8 @@
 #include <iostream>
 #include <memory>
 
-#include "sim/cli/commands.h"
-#include "sim/cli/scenario_options.h"
+#include "app/commands.h"
+#include "app/scenario_options.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
@@ -55,7 +55,7 @@ Run add_simulate(CLI::App& app) {
       trace = std::make_unique<TraceWriter>(o->trace);
       observers.add(trace.get());
     }
-    Engine engine(s, *cost, observers.empty() ? nullptr : &observers);
+    Engine engine(s, *cost, prediction.pool, observers.empty() ? nullptr : &observers);
     const RunResult r = engine.run();
     const auto j = run_json(s, prediction, r, cost->label());
     if (trace) trace->close();

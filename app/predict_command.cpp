@@ -1,8 +1,8 @@
 #include <iostream>
 #include <memory>
 
-#include "sim/cli/commands.h"
-#include "sim/cli/scenario_options.h"
+#include "app/commands.h"
+#include "app/scenario_options.h"
 #include "sim/first_order.h"
 #include "sim/report.h"
 #include "sim/service_rate.h"

@@ -1,15 +1,15 @@
 // `metronome replay`: run a scenario for real (the real-time engine on the CPU reference kernels or
 // the CUDA kernels, against the wall clock) and in the simulator with that backend's calibration,
 // and report how far apart they are. Compiled into the metronome executable
-// (replay/CMakeLists.txt), registered by one line in sim/cli/main.cpp.
+// (app/CMakeLists.txt), registered by one line in app/main.cpp.
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
+#include "app/commands.h"
+#include "app/option_checks.h"
+#include "app/scenario_options.h"
 #include "replay/replay.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/option_checks.h"
-#include "sim/cli/scenario_options.h"
 #include "sim/config_error.h"
 #include "sim/output_dir.h"
 

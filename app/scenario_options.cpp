@@ -1,6 +1,6 @@
-#include "sim/cli/scenario_options.h"
+#include "app/scenario_options.h"
 
-#include "sim/cli/option_checks.h"
+#include "app/option_checks.h"
 
 namespace metronome::cli {
 

@@ -1,6 +1,6 @@
-// The engine's pool of KV blocks, by count. The simulator needs how many blocks are in use, not
-// which ones; the real engine (kernels/block_table) tracks identities. Invariant checks stay on in
-// Release.
+// BlockCounter: the engine's pool of KV blocks, by count. The simulator needs how many blocks are
+// in use, not which ones; the real engine's kernels::BlockPool (kernels/block_table) tracks
+// identities. Invariant checks stay on in Release.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,10 @@
 
 namespace metronome {
 
-class BlockPool {
+class BlockCounter {
  public:
-  explicit BlockPool(int64_t capacity) : capacity_(capacity) {
-    if (capacity <= 0) throw std::invalid_argument("BlockPool: capacity must be positive");
+  explicit BlockCounter(int64_t capacity) : capacity_(capacity) {
+    if (capacity <= 0) throw std::invalid_argument("BlockCounter: capacity must be positive");
   }
 
   int64_t capacity() const { return capacity_; }
@@ -41,7 +41,7 @@ class BlockPool {
 
  private:
   static void check(bool ok, const char* what) {
-    if (!ok) throw std::logic_error(std::string("BlockPool invariant violated: ") + what);
+    if (!ok) throw std::logic_error(std::string("BlockCounter invariant violated: ") + what);
   }
 
   int64_t capacity_;

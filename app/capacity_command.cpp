@@ -1,10 +1,10 @@
 #include <iostream>
 #include <memory>
 
+#include "app/commands.h"
+#include "app/option_checks.h"
+#include "app/scenario_options.h"
 #include "sim/capacity.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/option_checks.h"
-#include "sim/cli/scenario_options.h"
 #include "sim/progress.h"
 
 namespace metronome::cli {
@@ -39,7 +39,7 @@ Run add_capacity(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   return [o]() {
     const Scenario s = o->scenario.load();
-    const double f = o->fraction > 0 ? o->fraction : s.admission.high_fraction;
+    const double f = o->fraction > 0 ? o->fraction : s.admission.policy->congestion_fraction();
     const auto progress = stderr_progress("capacity", 0, "probes");
     const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws, progress.get());
     if (progress) progress->finish();

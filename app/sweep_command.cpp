@@ -10,8 +10,8 @@
 #include <mpi.h>
 #endif
 
-#include "sim/cli/commands.h"
-#include "sim/cli/option_checks.h"
+#include "app/commands.h"
+#include "app/option_checks.h"
 #include "sim/config_error.h"
 #include "sim/sweep/sweep_runner.h"
 

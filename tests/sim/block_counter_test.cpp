@@ -1,4 +1,4 @@
-#include "sim/block_pool.h"
+#include "sim/block_counter.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 
 namespace metronome {
 
-TEST(BlockPool, RefusesWhatItDoesNotHave) {
-  BlockPool pool(10);
+TEST(BlockCounter, RefusesWhatItDoesNotHave) {
+  BlockCounter pool(10);
   EXPECT_TRUE(pool.try_allocate(7));
   EXPECT_FALSE(pool.try_allocate(4));
   EXPECT_EQ(pool.used(), 7);  // a refused allocation takes nothing
@@ -16,15 +16,15 @@ TEST(BlockPool, RefusesWhatItDoesNotHave) {
   EXPECT_DOUBLE_EQ(pool.occupancy(), 1.0);
 }
 
-TEST(BlockPool, InvariantViolationsThrow) {
-  BlockPool pool(4);
+TEST(BlockCounter, InvariantViolationsThrow) {
+  BlockCounter pool(4);
   EXPECT_THROW(pool.release(1), std::logic_error);
   EXPECT_THROW(pool.try_allocate(-1), std::logic_error);
-  EXPECT_THROW(BlockPool(0), std::invalid_argument);
+  EXPECT_THROW(BlockCounter(0), std::invalid_argument);
 }
 
-TEST(BlockPool, RandomTrafficConservesBlocks) {
-  BlockPool pool(1000);
+TEST(BlockCounter, RandomTrafficConservesBlocks) {
+  BlockCounter pool(1000);
   Rng rng(7, "pool");
   std::vector<int64_t> holdings;
   for (int i = 0; i < 100000; ++i) {

@@ -7,11 +7,11 @@
 #include <memory>
 #include <sstream>
 
+#include "app/commands.h"
 #include "quality/bpe_tokenizer.h"
 #include "quality/gguf_file.h"
 #include "quality/llama_model.h"
 #include "quality/quality_run.h"
-#include "sim/cli/commands.h"
 #include "sim/config_error.h"
 
 #ifndef METRONOME_SOURCE_DIR

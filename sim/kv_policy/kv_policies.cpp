@@ -1,0 +1,18 @@
+// The KV policies: one line each.
+#include "sim/kv_policy/kv_policy.h"
+#include "sim/kv_policy/unbounded.h"
+#include "sim/kv_policy/windowed.h"
+
+namespace metronome {
+
+PolicyRegistry<KvPolicy>& kv_policies() {
+  static PolicyRegistry<KvPolicy> r = [] {
+    PolicyRegistry<KvPolicy> p;
+    p.add("unbounded", {}, &UnboundedKv::parse);
+    p.add("windowed", {"window_tokens", "sink_tokens"}, &WindowedKv::parse);
+    return p;
+  }();
+  return r;
+}
+
+}  // namespace metronome

@@ -1,0 +1,20 @@
+// kv_policy.type = "unbounded": every token stays resident and visible (the engine default).
+#pragma once
+
+#include "sim/kv_policy/kv_policy.h"
+
+namespace metronome {
+
+class UnboundedKv final : public KvPolicy {
+ public:
+  std::string type() const override { return "unbounded"; }
+  kv::Window window() const override { return {}; }
+  void write(nlohmann::json&) const override {}
+  std::string describe() const override { return "unbounded"; }
+
+  static std::shared_ptr<const KvPolicy> parse(JsonSection&) {
+    return std::make_shared<UnboundedKv>();
+  }
+};
+
+}  // namespace metronome

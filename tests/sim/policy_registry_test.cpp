@@ -1,0 +1,155 @@
+// docs/how_to_add_a_policy.md, followed from a test: a toy admission controller, a toy KV policy
+// and a toy exhaustion policy, each one class and one registry line, run through the scenario
+// loader, the resolved JSON and the engine like the shipped ones.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "sim/admission/admission_policy.h"
+#include "sim/config_error.h"
+#include "sim/engine.h"
+#include "sim/exhaustion/exhaustion_policy.h"
+#include "sim/kv_policy/kv_policy.h"
+#include "sim/scenario.h"
+#include "test_scenarios.h"
+
+namespace metronome {
+namespace {
+
+// admission.type = "toy_half": admits at most half of admission.toy_callers.
+class ToyHalf final : public AdmissionController {
+ public:
+  explicit ToyHalf(int64_t callers) : cap_(callers / 2) {}
+  int64_t cap() const override { return cap_; }
+
+ private:
+  int64_t cap_;
+};
+
+class ToyHalfPolicy final : public AdmissionPolicy {
+ public:
+  explicit ToyHalfPolicy(int64_t callers) : callers_(callers) {}
+  std::string type() const override { return "toy_half"; }
+  void write(nlohmann::json& section) const override { section["toy_callers"] = callers_; }
+  std::unique_ptr<AdmissionController> make_controller(double) const override {
+    return std::make_unique<ToyHalf>(callers_);
+  }
+  static std::shared_ptr<const AdmissionPolicy> parse(JsonSection& a) {
+    return std::make_shared<ToyHalfPolicy>(a.integer("toy_callers", std::nullopt, 2, 1000));
+  }
+
+ private:
+  int64_t callers_;
+};
+
+// kv_policy.type = "toy_tail": the last toy_keep tokens, no sinks (windowed with S = 0, by
+// another name: its runs must equal windowed's exactly).
+class ToyTail final : public KvPolicy {
+ public:
+  explicit ToyTail(int64_t keep) : keep_(keep) {}
+  std::string type() const override { return "toy_tail"; }
+  kv::Window window() const override { return {keep_, 0}; }
+  void write(nlohmann::json& section) const override { section["toy_keep"] = keep_; }
+  std::string describe() const override { return "toy tail " + std::to_string(keep_); }
+  static std::shared_ptr<const KvPolicy> parse(JsonSection& k) {
+    return std::make_shared<ToyTail>(k.integer("toy_keep", std::nullopt, 0, 1'000'000));
+  }
+
+ private:
+  int64_t keep_;
+};
+
+// engine.exhaustion = "toy_evict": preempt_recompute by another name.
+class ToyEvict final : public ExhaustionPolicy {
+ public:
+  std::string type() const override { return "toy_evict"; }
+  Response response() const override { return Response::kPreemptNewest; }
+  static std::shared_ptr<const ExhaustionPolicy> parse(JsonSection&) {
+    return std::make_shared<ToyEvict>();
+  }
+};
+
+class PolicyRegistryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The one registry line of each (a shipped policy's line sits in the kind's registry file).
+    admission_policies().add("toy_half", {"toy_callers"}, &ToyHalfPolicy::parse);
+    kv_policies().add("toy_tail", {"toy_keep"}, &ToyTail::parse);
+    exhaustion_policies().add("toy_evict", {}, &ToyEvict::parse);
+  }
+};
+
+TEST_F(PolicyRegistryTest, ToyAdmissionRunsThroughTheLoaderAndTheEngine) {
+  const Scenario s = testing::moshi(
+      20, "windowed", {"admission={\"type\":\"toy_half\",\"toy_callers\":14}", "horizon_s=5"});
+  EXPECT_EQ(s.admission.type(), "toy_half");
+  const nlohmann::json resolved = to_json(s);
+  EXPECT_EQ(resolved["admission"]["toy_callers"], 14);
+  EXPECT_EQ(resolved["admission"]["memory_guard"], "auto");  // a limiting policy shows its guard
+  EXPECT_EQ(to_json(parse_scenario(resolved, "round trip")), resolved);
+  const RunResult r = simulate(s);
+  EXPECT_EQ(r.peak_live_sessions, 7);
+  EXPECT_EQ(r.sessions_rejected, 13);
+  EXPECT_TRUE(r.admission.capped);
+  EXPECT_FALSE(r.admission.adaptive);
+}
+
+TEST_F(PolicyRegistryTest, ToyFieldsAreCheckedUnderTheToyAndIgnoredUnderOthers) {
+  // Its own field is validated by its parse, with the field named.
+  try {
+    testing::moshi(4, "unbounded", {"admission={\"type\":\"toy_half\",\"toy_callers\":1}"});
+    FAIL() << "accepted toy_callers 1";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("admission.toy_callers"), std::string::npos) << e.what();
+  }
+  // Another type's section may carry it (so --set admission.type=none flips a scenario).
+  const Scenario s =
+      testing::moshi(4, "unbounded", {"admission={\"type\":\"none\",\"toy_callers\":10}"});
+  EXPECT_EQ(s.admission.type(), "none");
+  // A key no registered type reads is still an error.
+  EXPECT_THROW(testing::moshi(4, "unbounded", {"admission.toy_typo=1"}), ConfigError);
+  // The type list in the message includes the toy, in registration order after the shipped ones.
+  try {
+    testing::moshi(4, "unbounded", {"admission.type=bogus"});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"gradient\" \"toy_half\""), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(PolicyRegistryTest, ToyKvPolicyEqualsTheWindowItNames) {
+  const std::vector<std::string> common = {"kv_policy.sink_tokens=0", "horizon_s=30",
+                                           "engine.num_blocks=200"};
+  std::vector<std::string> toy = common;
+  toy.push_back("kv_policy={\"type\":\"toy_tail\",\"toy_keep\":480}");
+  const Scenario a = testing::moshi(40, "windowed", common);
+  const Scenario b = testing::moshi(40, "windowed", toy);
+  EXPECT_EQ(b.kv_policy.type(), "toy_tail");
+  EXPECT_TRUE(b.kv_policy.bounded());
+  EXPECT_EQ(to_json(b)["kv_policy"]["toy_keep"], 480);
+  const RunResult ra = simulate(a), rb = simulate(b);
+  EXPECT_GT(ra.frames_served, 0);
+  EXPECT_EQ(ra.frames_served, rb.frames_served);
+  EXPECT_EQ(ra.frames_on_time, rb.frames_on_time);
+  EXPECT_EQ(ra.peak_pool_blocks, rb.peak_pool_blocks);
+  EXPECT_EQ(ra.max_resident_blocks_per_session, rb.max_resident_blocks_per_session);
+}
+
+TEST_F(PolicyRegistryTest, ToyExhaustionEqualsThePolicyItNames) {
+  // 60 unbounded callers on 100 blocks: the pool runs out and the newest are preempted.
+  const std::vector<std::string> common = {"engine.num_blocks=100", "horizon_s=30"};
+  std::vector<std::string> shipped = common, toy = common;
+  shipped.push_back("engine.exhaustion=preempt_recompute");
+  toy.push_back("engine.exhaustion=toy_evict");
+  const RunResult a = simulate(testing::moshi(60, "unbounded", shipped));
+  const Scenario sb = testing::moshi(60, "unbounded", toy);
+  EXPECT_EQ(to_json(sb)["engine"]["exhaustion"], "toy_evict");
+  const RunResult b = simulate(sb);
+  EXPECT_GT(a.preemptions, 0);
+  EXPECT_EQ(a.preemptions, b.preemptions);
+  EXPECT_EQ(a.frames_served, b.frames_served);
+}
+
+}  // namespace
+}  // namespace metronome
