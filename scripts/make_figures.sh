@@ -3,17 +3,20 @@
 # runs scenarios/experiments/*.json through metronome (scripts/experiments.py), plots them and writes
 # OUT/REPORT.md (scripts/figures.py). Plots need /usr/bin/python3 with matplotlib and numpy
 # (scripts/setup.sh installs them).
-#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N]
+#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N] [--cost-model M]
 #     --quick       fewer points and seeds (CI; about 3 minutes on 2 cores, most of it figure 8's
 #                   real model; the full run takes about 10 more for it)
 #     --out DIR     where data/, figures/ and REPORT.md go (default: results)
 #     --metronome   the binary (default: build/metronome, built with cmake if missing)
 #     -j N          parallel runs (default: all cores)
+#     --cost-model  auto (default: measured calibration where the GPU has one, else the corrected
+#                   roofline) or roofline (the raw datasheet roofline everywhere)
 set -euo pipefail
 started=$(date +%s.%N)
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/results
 quick=()
+cost=auto
 metronome=${METRONOME:-$root/build/metronome}
 jobs=$(nproc)
 py=/usr/bin/python3
@@ -24,7 +27,11 @@ while (($#)); do
     --out) out=$2; shift ;;
     --metronome) metronome=$2; shift ;;
     -j) jobs=$2; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --cost-model)
+      cost=$2; shift
+      [[ $cost == auto || $cost == roofline ]] || { echo "make_figures: --cost-model must be auto or roofline, not '$cost'" >&2; exit 2; }
+      ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -48,7 +55,8 @@ out=$(cd "$out" && pwd)
 # Outputs of an earlier run must not leak into this one's report.
 rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
 
-"$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" "${quick[@]}"
+"$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
+  --cost-model "$cost" "${quick[@]}"
 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
 elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 shown=${out#"$root"/}  # inside the checkout, say it relative to it
