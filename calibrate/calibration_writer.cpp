@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "sim/config_error.h"
 #include "sim/output_file.h"
@@ -33,18 +34,12 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
   json points = json::array();
   for (size_t i = 0; i < fit.samples.size(); ++i) {
     const auto& s = fit.samples[i];
-    points.push_back({{"name", s.name},
-                      {"sessions", s.point.sessions},
-                      {"q_len", s.point.q_len},
-                      {"ctx", s.point.ctx},
-                      {"window", s.point.window},
-                      {"sinks", s.point.sinks},
-                      {"query_tokens", s.shape.query_tokens},
-                      {"kv_read_tokens", s.shape.kv_read_tokens},
-                      {"qk_pairs", s.shape.qk_pairs},
-                      {meta.measured ? "measured_s" : "analytic_s", s.seconds},
-                      {"fitted_s", fit.predicted[i]},
-                      {"set", fit.heldout[i] ? "heldout" : "train"}});
+    json p = point_json(s.point, s.shape);
+    p["name"] = s.name;
+    p[meta.measured ? "measured_s" : "analytic_s"] = s.seconds;
+    p["fitted_s"] = fit.predicted[i];
+    p["set"] = fit.heldout[i] ? "heldout" : "train";
+    points.push_back(std::move(p));
   }
   json warnings = fit.warnings;
   json out = {

@@ -16,14 +16,25 @@ std::vector<CostTerm> default_terms(const TermModel& m) {
   return t;
 }
 
-namespace {
-
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+nlohmann::json point_json(const GridPoint& point, const PassShape& shape) {
+  return {{"sessions", point.sessions},
+          {"q_len", point.q_len},
+          {"ctx", point.ctx},
+          {"window", point.window},
+          {"sinks", point.sinks},
+          {"query_tokens", shape.query_tokens},
+          {"kv_read_tokens", shape.kv_read_tokens},
+          {"qk_pairs", shape.qk_pairs}};
+}
+
+namespace {
 
 // Relative least squares over `active` terms; returns coefficients aligned with `active`.
 Eigen::VectorXd solve(const std::vector<const FitSample*>& train,

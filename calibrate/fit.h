@@ -13,6 +13,7 @@
 // max absolute percentage error of the prediction on the held-out samples.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ class FitError : public ConfigError {
  public:
   using ConfigError::ConfigError;
 };
+
+// The median of v (the mean of the middle two for an even count); 0 for none.
+double median_of(std::vector<double> v);
+
+// A benchmarked step as the calibration file and the report both record it: its composition and
+// the pass shape the cost terms read.
+nlohmann::json point_json(const GridPoint& point, const PassShape& shape);
 
 struct FitSample {
   std::string name;

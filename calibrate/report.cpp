@@ -4,20 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <sstream>
 
+#include "calibrate/fit.h"
 #include "calibrate/step_shape.h"
 #include "sim/cost/roofline_cost_model.h"
 
 namespace metronome::calibrate {
 namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // A point field of the calibration's own points (written by us, but the file may have been edited):
 // missing gives `def`, anything but an integer in [lo, hi] drops the point.
@@ -103,20 +98,13 @@ CalibrationReport compare_with_roofline(const nlohmann::json& file_json, const C
 nlohmann::json report_json(const CalibrationReport& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
-    rows.push_back(
-        {{"sessions", row.point.sessions},
-         {"q_len", row.point.q_len},
-         {"ctx", row.point.ctx},
-         {"window", row.point.window},
-         {"sinks", row.point.sinks},
-         {"query_tokens", row.shape.query_tokens},
-         {"kv_read_tokens", row.shape.kv_read_tokens},
-         {"qk_pairs", row.shape.qk_pairs},
-         {"measured_s", row.measured_s ? finite_or_null(*row.measured_s) : nlohmann::json(nullptr)},
-         {"calibrated_s", finite_or_null(row.calibrated_s)},
-         {"roofline_s", finite_or_null(row.roofline_s)},
-         {"calibrated_over_roofline",
-          row.roofline_s > 0 ? finite_or_null(row.calibrated_s / row.roofline_s) : nullptr}});
+    nlohmann::json j = point_json(row.point, row.shape);
+    j["measured_s"] = row.measured_s ? finite_or_null(*row.measured_s) : nlohmann::json(nullptr);
+    j["calibrated_s"] = finite_or_null(row.calibrated_s);
+    j["roofline_s"] = finite_or_null(row.roofline_s);
+    j["calibrated_over_roofline"] =
+        row.roofline_s > 0 ? finite_or_null(row.calibrated_s / row.roofline_s) : nullptr;
+    rows.push_back(std::move(j));
   }
   return {
       {"calibration", r.calibration},
