@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 #include "calibrate/fit.h"
 #include "calibrate/step_shape.h"

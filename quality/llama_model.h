@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/block_table.h"
 #include "core/kv_window.h"
+#include "kernels/block_table.h"
 #include "kernels/reference/paged_attention_ref.h"
 #include "quality/window_attention.h"
 
