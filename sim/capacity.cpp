@@ -37,6 +37,8 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool rando
   p.workload.duration.seconds = 2 * probe_s + 1;
   p.horizon_s = probe_s;
   p.admission = AdmissionConfig{};
+  // Random phases are the arrivals' draw; a scenario that spreads callers' clocks spreads these.
+  if (random_phases) p.admission.join = s.admission.join;
   p.engine.num_blocks = int64_t{1} << 40;
   return p;
 }

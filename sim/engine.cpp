@@ -77,6 +77,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
   memory_guard_ = s.admission.memory_guard == "on" ||
                   (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
+  if (s.admission.join == "spread") spread_.emplace(period_);
   control_true_ = s.admission.control_loop().signal == "true";
   control_period_ = std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s));
 }
@@ -141,11 +142,15 @@ void Engine::on_arrival(Time now) {
     ledger_.note_rejected();
     return;
   }
+  // The caller's frame clock starts now, or later where it spreads the live callers' phases; the
+  // call lasts its drawn length from then.
+  const Time start = spread_ ? spread_->place(now) : now;
   // The call's length is drawn now; its frames and worst-case blocks follow from it.
-  const double left_s = to_seconds(horizon_ - now);
+  const double left_s = to_seconds(horizon_ - start);
   const bool outlives = duration_s >= left_s;
   const Time d = outlives ? 0 : std::max<Time>(1, from_seconds(duration_s));
-  const int64_t frames = outlives ? (horizon_ - now) / period_ + 2 : kv::ceil_div(d, period_);
+  const int64_t frames =
+      outlives ? std::max<Time>(0, horizon_ - start) / period_ + 2 : kv::ceil_div(d, period_);
   int64_t reserve = 0;
   if (memory_guard_) {
     Session probe;
@@ -160,18 +165,23 @@ void Engine::on_arrival(Time now) {
     reserved_ += reserve;
   }
 
-  if (now == last_arrival_) shared_arrival_ = true;
-  last_arrival_ = now;
+  if (start == last_arrival_) shared_arrival_ = true;
+  last_arrival_ = start;
+  if (spread_) {
+    spread_->add(start, 1);
+    join_delay_sum_ += start - now;
+    join_delay_max_ = std::max(join_delay_max_, start - now);
+  }
   const int64_t id = new_slot();
   Session& s = sessions_[id];
-  s.arrival = now;
+  s.arrival = start;
   s.reserve = reserve;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
   s.frames_total = frames;
   if (outlives) {
     s.end = kNever;
   } else {
-    s.end = now + d;
+    s.end = start + d;
     events_.push(s.end, EventKind::kDeparture, id, incarnation_[id]);
   }
   s.admit_order = next_admit_order_++;
@@ -243,6 +253,7 @@ void Engine::on_departure(int64_t id) {
   }
   s.state = Session::State::kGone;
   ledger_.depart(s);
+  if (spread_) spread_->remove(s.arrival, s.count);
   live_ -= s.count;
   result_.sessions_departed += s.count;
   free_slots_.push_back(id);
@@ -573,6 +584,14 @@ void Engine::on_control(Time now) {
 
 void Engine::summarise_admission() {
   auto& a = result_.admission;
+  if (spread_) {
+    a.join_spread = true;
+    const int64_t admitted = result_.sessions_arrived - result_.sessions_rejected;
+    if (admitted > 0) {
+      a.join_delay_mean_ms = 1e3 * to_seconds(join_delay_sum_) / static_cast<double>(admitted);
+    }
+    a.join_delay_max_ms = 1e3 * to_seconds(join_delay_max_);
+  }
   const int64_t cap = admission_->cap();
   a.capped = cap != kNoCap;
   a.adaptive = control_on_;
@@ -642,14 +661,25 @@ double Engine::settled_latency(double observed) const {
       (cap == kNoCap ? live_ : std::max(live_, cap)) +
       static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
   const int64_t newcomers = admitted - live_;
-  for (int64_t j = 0; j < newcomers; ++j) {
-    settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
+  if (spread_) {
+    // Newcomers join where the engine will put them: each in the then widest gap.
+    PhaseSpread spread = *spread_;
+    for (int64_t j = 0; j < newcomers; ++j) {
+      const Time start = spread.phases() == 0 ? 0 : spread.target();
+      spread.add(start, 1);
+      settled.push_back({start, 1, settled_cached});
+    }
+  } else {
+    for (int64_t j = 0; j < newcomers; ++j) {
+      settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
+    }
   }
   const ForecastShape shape{period_, n_in_, n_out_, max_batch_, window_};
   const double q = scenario_.admission.control_loop().quantile;
   const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
   if (!(base > 0)) return observed;
-  return observed * periodic_latency_quantile(std::move(settled), shape, cost_, q) / base;
+  const double st = periodic_latency_quantile(std::move(settled), shape, cost_, q);
+  return observed * st / base;
 }
 
 EngineGauges Engine::gauges() const {

@@ -22,6 +22,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/event_queue.h"
 #include "sim/frame_ledger.h"
+#include "sim/phase_spread.h"
 #include "sim/pool_sizing.h"
 #include "sim/ready_queue.h"
 #include "sim/rng.h"
@@ -166,6 +167,9 @@ class Engine {
   bool memory_guard_ = false;
   int64_t reserved_ = 0;
   int64_t window_reserve_ = 0;  // windowed: the per-session bound
+  // Phase-aware joining (AdmissionConfig::join "spread"): the live callers' phases.
+  std::optional<PhaseSpread> spread_;
+  Time join_delay_sum_ = 0, join_delay_max_ = 0;
 
   RunResult result_;
   FrameLedger ledger_;

@@ -30,7 +30,7 @@ json latency_json(const LatencyHistogram& h) {
           {"censored_frames", h.censored()}};
 }
 
-json admission_json(const AdmissionSummary& a) {
+json admission_cap_json(const AdmissionSummary& a) {
   if (!a.capped) return {{"capped", false}};
   return {{"capped", true},
           {"adaptive", a.adaptive},
@@ -55,6 +55,16 @@ json admission_json(const AdmissionSummary& a) {
           {"first_decrease_s", opt(a.first_decrease_s)},
           {"cap_at_first_stall", opt(a.cap_at_first_stall)},
           {"live_at_first_stall", opt(a.live_at_first_stall)}};
+}
+
+json admission_json(const AdmissionSummary& a) {
+  json j = admission_cap_json(a);
+  if (a.join_spread) {
+    j["join"] = "spread";
+    j["join_delay_mean_ms"] = a.join_delay_mean_ms;
+    j["join_delay_max_ms"] = a.join_delay_max_ms;
+  }
+  return j;
 }
 
 std::string secs(const std::optional<double>& v) {

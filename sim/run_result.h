@@ -27,6 +27,9 @@ struct AdmissionSummary {
   bool memory_guard = false;          // callers were refused when their worst case did not fit
   int64_t rejected_by_memory = 0;     // of sessions_rejected
   std::optional<int64_t> memory_cap;  // windowed with the guard: pool / per-session bound
+  // Phase-aware joining (admission.join "spread"): how long callers waited for their phase.
+  bool join_spread = false;
+  double join_delay_mean_ms = 0, join_delay_max_ms = 0;
   int64_t initial_cap = 0, final_cap = 0, max_cap = 0;
   int64_t increases = 0, decreases = 0, control_intervals = 0;
   std::optional<double> first_decrease_s;

@@ -302,6 +302,7 @@ CostModelConfig parse_cost_model(JsonSection m) {
 AdmissionConfig parse_admission(JsonSection a) {
   AdmissionConfig c;
   c.memory_guard = a.one_of("memory_guard", c.memory_guard, {"auto", "on", "off"});
+  c.join = a.one_of("join", c.join, {"arrival", "spread"});
   c.policy = admission_policies().parse(a, "none");
   return c;
 }
@@ -605,6 +606,7 @@ nlohmann::json to_json(const Scenario& s) {
   json admission = {{"type", a.type()}};
   a.policy->write(admission);
   if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
+  if (a.join != "arrival") admission["join"] = a.join;
   return {{"name", s.name},           {"comment", s.comment},
           {"model", model},           {"gpu", gpu},
           {"engine", engine},         {"kv_policy", kv},

@@ -103,6 +103,8 @@ struct CostModelConfig {
 struct AdmissionConfig {
   std::shared_ptr<const AdmissionPolicy> policy = std::make_shared<const NoAdmissionPolicy>();
   std::string memory_guard = "auto";
+  // Where a caller's frame clock starts: "arrival", or "spread" (sim/phase_spread.h).
+  std::string join = "arrival";
 
   std::string type() const { return policy->type(); }
   // The policy's control loop, or the defaults where it has none (a fixed cap learns nothing).

@@ -9,13 +9,13 @@
 //   q < low_fraction  x D            cap <- min(max_cap, cap + increase)             (headroom)
 //                                    only while the cap is in use (2 x live >= cap, so an idle
 //                                    engine does not inflate a cap it never tested) and while the
-//                                    settled forecast (ControlSignal.settled_latency_s) stays at
-//                                    or under the band's middle, (low + high) / 2 x D: a windowed
-//                                    session's cost keeps growing for W frame periods after
-//                                    admission, so the measured signal lags; an increase whose
-//                                    settled cost would reach the congestion side is not made
-//                                    (the middle, not high: the forecast is a first-order model,
-//                                    and W = 1920 over-admitted past the deadline cap with high)
+//                                    settled forecast (ControlSignal.settled_latency_s) is under
+//                                    low_fraction x D too: a windowed session's cost keeps
+//                                    growing for W frame periods after admission, so the measured
+//                                    signal lags, and callers admitted on it are never evicted.
+//                                    The forecast is held to the signal's own bound, not the
+//                                    band's middle: with the middle, W = 1920 and 3000 admitted a
+//                                    few past the deadline cap and kept them
 //   otherwise                        hold
 // An interval without frames holds. The cap is kept as a real number and admits floor(cap).
 #pragma once

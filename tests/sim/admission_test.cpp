@@ -126,10 +126,10 @@ TEST(Admission, AimdRulesOnOneInterval) {
   EXPECT_EQ(m.cap(), 82);
   sig.frames = 10;
   sig.latency_s = 0.001;
-  sig.settled_latency_s = 0.0087;  // headroom now, but settled past (0.8 + 0.9) / 2 x 10 ms: hold
+  sig.settled_latency_s = 0.0081;  // headroom now, but settled past 0.8 x 10 ms: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 82);
-  sig.settled_latency_s = 0.0084;  // settled under it: +2
+  sig.settled_latency_s = 0.0079;  // settled under it: +2
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 84);
   sig.live = 10;  // the cap is not in use: no growth
@@ -197,6 +197,7 @@ Scenario load_with(std::vector<std::string> sets) { return testing::moshi(1, "wi
 
 TEST(Admission, ConfigIsValidatedAndRoundTrips) {
   EXPECT_THROW(load_with({"admission.type=bogus"}), ConfigError);
+  EXPECT_THROW(load_with({"admission.join=bogus"}), ConfigError);
   EXPECT_THROW(load_with({"admission.type=static"}), ConfigError);  // no cap
   EXPECT_THROW(load_with({"admission.typo=1"}), ConfigError);
   EXPECT_THROW(load_with({"admission.type=aimd", "admission.low_fraction=0.95"}), ConfigError);
