@@ -107,6 +107,9 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s, const CostModel& c
   row["true_p99_ms"] = finite(1e3 * r.true_latency.output_percentile(0.99));
   row["pool_peak_fraction"] = frac(r.peak_pool_blocks, p.pool.num_blocks);
   row["engine_busy_fraction"] = r.end_s > 0 ? r.busy_s / r.end_s : 0.0;
+  // Rounded here, not when written: aggregates are computed from the rows as runs.jsonl holds
+  // them, so a merged set of shards aggregates to the same bytes as one process.
+  round_output(row);
   return row;
 }
 
@@ -188,8 +191,7 @@ class RowWriter {
  public:
   explicit RowWriter(const OutputDir& dir)
       : jsonl_(dir.file("runs.jsonl"), "runs.jsonl"), csv_(dir.file("runs.csv"), "runs.csv") {}
-  void write(ojson row) {
-    round_output(row);
+  void write(const ojson& row) {
     std::string csv = csv_line(row);
     if (!header_done_) {
       csv = csv_header(row) + csv;
