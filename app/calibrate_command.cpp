@@ -21,6 +21,7 @@
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/json_file.h"
+#include "sim/output_number.h"
 
 namespace metronome::cli {
 namespace {
@@ -283,7 +284,7 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
     const auto r = compare_with_roofline(file, c, s, grid);
     if (!po->out.empty()) write_json_file(po->out, report_json(r));
     if (po->scenario.json) {
-      std::cout << report_json(r).dump(2) << "\n";
+      std::cout << output_text(report_json(r)) << "\n";
     } else {
       std::cout << report_text(r);
     }

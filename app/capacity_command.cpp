@@ -5,6 +5,7 @@
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
 #include "sim/capacity.h"
+#include "sim/output_number.h"
 #include "sim/progress.h"
 
 namespace metronome::cli {
@@ -44,7 +45,7 @@ Run add_capacity(CLI::App& app) {
     const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws, progress.get());
     if (progress) progress->finish();
     if (o->scenario.json) {
-      std::cout << capacity_json(s, c).dump(2) << "\n";
+      std::cout << output_text(capacity_json(s, c)) << "\n";
     } else {
       std::cout << capacity_text(s, c);
     }

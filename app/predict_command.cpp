@@ -4,6 +4,7 @@
 #include "app/commands.h"
 #include "app/scenario_options.h"
 #include "sim/first_order.h"
+#include "sim/output_number.h"
 #include "sim/report.h"
 #include "sim/service_rate.h"
 
@@ -25,7 +26,7 @@ Run add_predict(CLI::App& app) {
       nlohmann::json j = {{"metronome_version", version_string()},
                           {"scenario", to_json(s)},
                           {"prediction", prediction_json(s, p)}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << output_text(j) << "\n";
     } else {
       std::cout << prediction_text(s, p);
     }

@@ -7,6 +7,7 @@
 #include "sim/config_error.h"
 #include "sim/json_file.h"
 #include "sim/json_section.h"
+#include "sim/output_number.h"
 #include "sim/recommend.h"
 
 namespace metronome::cli {
@@ -76,7 +77,7 @@ Run add_recommend(CLI::App& app) {
     if (!o->quality.empty()) spec.ppl_ratio = read_ppl_ratios(o->quality);
     const Recommendation r = recommend(s, spec);
     if (o->scenario.json) {
-      std::cout << recommend_json(s, spec, r).dump(2) << "\n";
+      std::cout << output_text(recommend_json(s, spec, r)) << "\n";
     } else {
       std::cout << recommend_text(s, r);
     }

@@ -12,6 +12,7 @@
 #include "replay/replay.h"
 #include "sim/config_error.h"
 #include "sim/output_dir.h"
+#include "sim/output_number.h"
 
 namespace metronome::cli {
 
@@ -99,7 +100,7 @@ Run add_replay(CLI::App& app) {
     }
     if (!o->out.empty()) replay::write_replay_dir(r, o->out);
     if (o->scenario.json) {
-      std::cout << replay::replay_json(r).dump(2) << "\n";
+      std::cout << output_text(replay::replay_json(r)) << "\n";
     } else {
       std::cout << replay::replay_text(r);
     }

@@ -8,6 +8,7 @@
 #include "sim/first_order.h"
 #include "sim/output_dir.h"
 #include "sim/output_file.h"
+#include "sim/output_number.h"
 #include "sim/report.h"
 #include "sim/service_rate.h"
 #include "sim/time_series_writer.h"
@@ -62,10 +63,10 @@ Run add_simulate(CLI::App& app) {
     if (out) {
       series->close();
       write_file_atomically(out->file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
-      write_file_atomically(out->file("summary.json"), j.dump(2) + "\n", "summary.json");
+      write_file_atomically(out->file("summary.json"), output_text(j) + "\n", "summary.json");
     }
     if (o->scenario.json) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << output_text(j) << "\n";
     } else {
       std::cout << run_text(s, prediction, r, cost->label());
     }

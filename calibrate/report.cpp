@@ -99,9 +99,11 @@ nlohmann::json report_json(const CalibrationReport& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
     nlohmann::json j = point_json(row.point, row.shape);
-    j["measured_s"] = row.measured_s ? finite_or_null(*row.measured_s) : nlohmann::json(nullptr);
-    j["calibrated_s"] = finite_or_null(row.calibrated_s);
-    j["roofline_s"] = finite_or_null(row.roofline_s);
+    // Step times are durations against the frame: milliseconds, as in every output.
+    j["measured_ms"] =
+        row.measured_s ? finite_or_null(*row.measured_s * 1e3) : nlohmann::json(nullptr);
+    j["calibrated_ms"] = finite_or_null(row.calibrated_s * 1e3);
+    j["roofline_ms"] = finite_or_null(row.roofline_s * 1e3);
     j["calibrated_over_roofline"] =
         row.roofline_s > 0 ? finite_or_null(row.calibrated_s / row.roofline_s) : nullptr;
     rows.push_back(std::move(j));

@@ -13,6 +13,7 @@
 #include "sim/engine.h"
 #include "sim/latency_histogram.h"
 #include "sim/output_file.h"
+#include "sim/output_number.h"
 #include "sim/pool_sizing.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"
@@ -48,10 +49,10 @@ std::optional<double> measured_t_sat(const ReplayRun& r) {
 // A side of the replay: the run's result as simulate writes it, plus the engine's step times.
 json side_json(const RunResult& x) {
   json j = run_result_json(x);
-  j.update(
-      {{"frames_reported_late", x.frames_reported_late},
-       {"busy_s", x.busy_s},
-       {"mean_step_s", x.engine_steps > 0 ? x.busy_s / static_cast<double>(x.engine_steps) : 0.0}});
+  j.update({{"frames_reported_late", x.frames_reported_late},
+            {"busy_s", x.busy_s},
+            {"mean_step_ms",
+             x.engine_steps > 0 ? 1e3 * x.busy_s / static_cast<double>(x.engine_steps) : 0.0}});
   return j;
 }
 
@@ -231,16 +232,16 @@ json replay_json(const ReplayRun& r) {
         {"first_order_continuous_vs_measured", opt(relative_error(p.t_sat_continuous_s, t_meas))}}},
       {"measured", side_json(m.run)},
       {"measured_engine",
-       {{"max_start_lag_s", m.max_start_lag_s},
+       {{"max_start_lag_ms", 1e3 * m.max_start_lag_s},
         {"steps", static_cast<int64_t>(m.steps.size())},
         {"busy_cpu_s", m.busy_cpu_s},
-        {"mean_step_cpu_s",
-         m.steps.empty() ? 0.0 : m.busy_cpu_s / static_cast<double>(m.steps.size())}}},
+        {"mean_step_cpu_ms",
+         m.steps.empty() ? 0.0 : 1e3 * m.busy_cpu_s / static_cast<double>(m.steps.size())}}},
       {"simulated", side_json(r.sim)},
       {"errors",
        {{"reported_latency", lat_err(m.run.reported_latency, r.sim.reported_latency)},
         {"true_latency", lat_err(m.run.true_latency, r.sim.true_latency)},
-        {"silent_fraction_difference", silent_s - silent_m},
+        {"silent_frame_fraction_difference", silent_s - silent_m},
         {"mean_step",
          opt(relative_error(
              r.sim.engine_steps > 0
@@ -345,16 +346,16 @@ void write_replay_dir(const ReplayRun& r, const std::string& dir) {
   }
   {
     OutputFile f(dir + "/steps.csv", "steps.csv");
-    f << "start_s,end_s,cpu_s,sessions,query_tokens,passes\n";
+    f << "start_s,end_s,cpu_ms,sessions,query_tokens,passes\n";
     for (const auto& x : r.measured.steps) {
-      f << fmt::format("{:.6f},{:.6f},{:.6f},{},{},{}\n", to_seconds(x.start), to_seconds(x.end),
-                       to_seconds(x.cpu), x.sessions, x.query_tokens, x.passes);
+      f << fmt::format("{:.6f},{:.6f},{:.3f},{},{},{}\n", to_seconds(x.start), to_seconds(x.end),
+                       to_seconds(x.cpu) * 1e3, x.sessions, x.query_tokens, x.passes);
     }
     f.close();
   }
   {
     OutputFile f(dir + "/pool.csv", "pool.csv");
-    f << "t_s,used_blocks,live_sessions,stalled_sessions\n";
+    f << "t_s,pool_used_blocks,live_sessions,stalled_sessions\n";
     for (const auto& x : r.measured.pool) {
       f << fmt::format("{:.6f},{},{},{}\n", to_seconds(x.t), x.used_blocks, x.live_sessions,
                        x.stalled_sessions);
@@ -365,7 +366,7 @@ void write_replay_dir(const ReplayRun& r, const std::string& dir) {
   write_file_atomically(dir + "/scenario_simulated.json", to_json(r.simulated).dump(2) + "\n",
                         "scenario_simulated.json");
   // Last: summary.json says the folder is complete.
-  write_file_atomically(dir + "/summary.json", replay_json(r).dump(2) + "\n", "summary.json");
+  write_file_atomically(dir + "/summary.json", output_text(replay_json(r)) + "\n", "summary.json");
 }
 
 }  // namespace metronome::replay

@@ -216,10 +216,10 @@ def rebin(rows, k):
                 str(np.nanmax(vals)) if not all(math.isnan(v) for v in vals) else "")
         due = max(1, int(r["frames_due"]))
         r["tokens_per_frame"] = str(int(r["tokens_produced"]) / due)
-        silent = sum(num(x["silent_fraction"]) * int(x["frames_due"]) for x in grp)
-        r["silent_fraction"] = str(silent / due if int(r["frames_due"]) else 0)
-        miss = sum(num(x["reported_miss_rate"]) * int(x["frames_due"]) for x in grp)
-        r["reported_miss_rate"] = str(miss / due if int(r["frames_due"]) else 0)
+        silent = sum(num(x["silent_frame_fraction"]) * int(x["frames_due"]) for x in grp)
+        r["silent_frame_fraction"] = str(silent / due if int(r["frames_due"]) else 0)
+        miss = sum(num(x["deadline_miss_rate_reported"]) * int(x["frames_due"]) for x in grp)
+        r["deadline_miss_rate_reported"] = str(miss / due if int(r["frames_due"]) else 0)
         out.append(r)
     return out
 
@@ -250,11 +250,11 @@ def fig1(d, w, quick):
         for pol in ("unbounded", "windowed"):
             rs = [r for r in runs if r["grid.kv_policy.type"] == pol]
             n = np.array([num(r["grid.workload.arrival.sessions"]) for r in rs])
-            true = np.array([num(r["true_p99_s"]) * 1e3 for r in rs])
+            true = np.array([num(r["true_p99_ms"]) for r in rs])
             ax.plot(n, true, "-o", color=COLORS[pol], label=f"{pol}, true")
             censored_markers(ax, n, true, COLORS[pol], label=f"{pol}, censored")
             if pol == "unbounded":
-                rep = np.array([num(r["reported_p99_s"]) * 1e3 for r in rs])
+                rep = np.array([num(r["reported_p99_ms"]) for r in rs])
                 ax.plot(n, rep, ":s", color="0.45", mfc="none", label="unbounded, reported")
         ax.set_yscale("log")
         ax.set_xscale("log")
@@ -366,7 +366,7 @@ def fig3(d, w, quick):
     col = lambda c: np.array([num(r[c]) for r in ts])  # noqa: E731
     fig, lax, axes = column_figure(3.6, 3, 1, legend_rows=3, sharex=True)
     axes = [r[0] for r in axes]
-    dl = 1e3 * summ["deadline_s"]
+    dl = summ["deadline_ms"]
     a = axes[0]
     a.plot(t, col("reported_p99_ms"), color="0.45", lw=1.6, label="reported")
     true = col("true_p99_ms")
@@ -378,8 +378,8 @@ def fig3(d, w, quick):
     a.set_ylabel("p99 frame\nlatency (ms)")
     panel(a, "a", "per-frame latency")
     a = axes[1]
-    a.plot(t, 100 * col("reported_miss_rate"), color="0.45", lw=1.6, ls="-")
-    a.plot(t, 100 * col("silent_fraction"), color="tab:purple",
+    a.plot(t, 100 * col("deadline_miss_rate_reported"), color="0.45", lw=1.6, ls="-")
+    a.plot(t, 100 * col("silent_frame_fraction"), color="tab:purple",
            label="silent frames")
     a.set_ylim(-5, 105)
     a.set_ylabel("share of due\nframes (%)")
@@ -494,7 +494,7 @@ def fig5(d, w, quick):
         if j == 0:
             a.set_ylabel("sessions")
         a = axes[1][j]
-        dl = 1e3 * summ["deadline_s"]
+        dl = summ["deadline_ms"]
         q = adm_cfg.get("quantile", 0.95)
         if "admission_signal_ms" in ts[0]:
             sig = col("admission_signal_ms")
@@ -924,7 +924,7 @@ def report(d, w, quick, figs, started):
     t.row("Moshi, windowed KV: deadline cap (p95 within a fraction of the per-frame deadline)",
           "about 209 sessions", "{} sessions (tail latency <= {:g} x {:g} ms)",
           [moshi + "capacity/deadline_cap_sessions", moshi + "capacity/deadline_fraction",
-           moshi + "capacity/deadline_s"], scales=[None, None, 1000])
+           moshi + "capacity/deadline_ms"])
     t.row("Moshi: which cap binds", "the deadline", "{}", [moshi + "capacity/binding"])
     # Figure 7 (b)-(d): AIMD's N* across seeds against the caps of the same cell, S = 16.
     ws = spec("fig7_capacity.json", quick)["window_sink"]
@@ -981,8 +981,8 @@ def report(d, w, quick, figs, started):
                   "p50 latency over the run (null: more than half the frames never answered); "
                   "frames served of due; preemptions",
                   "latency flat, then a wall of about 1.6 s with no tokens",
-                  "stall at {} s; true median {} s; {} of {} frames; {} preemptions",
-                  [rel + "first_stall_s", rel + "latency_true/p50_s", rel + "frames_served",
+                  "stall at {} s; true median {} ms; {} of {} frames; {} preemptions",
+                  [rel + "first_stall_s", rel + "true_p50_ms", rel + "frames_served",
                    rel + "frames_due", rel + "preemptions"])
     # The cost model (data/costmodel/, scripts/experiments.py cost_models): the roofline's error on
     # each imported Vidur profile, and how far the cost model moves Moshi's capacity.

@@ -65,10 +65,10 @@ def main():
     steps_path = os.path.join(a.dir, "steps.csv")
     if os.path.exists(steps_path):
         steps = read_csv(steps_path)
-        if steps and "cpu_s" in steps[0]:
+        if steps and "cpu_ms" in steps[0]:
             # A step's thread CPU time is what the calibration measures; wall minus it is time the
             # machine gave to other work.
-            ax[0].scatter(col(steps, "start_s"), col(steps, "cpu_s", 1e3), s=4, marker="x",
+            ax[0].scatter(col(steps, "start_s"), col(steps, "cpu_ms"), s=4, marker="x",
                           color="grey", alpha=0.6, label="measured step, thread CPU time")
     ax[0].set_ylabel("true latency (ms)\n(served frames)")
     ax[0].set_ylim(bottom=0)
@@ -81,9 +81,9 @@ def main():
     ax[1].set_ylabel("reported latency (ms)")
     ax[1].set_ylim(0, pad_s * 1e3 * 1.15)
     tw = ax[1].twinx()
-    tw.plot(col(meas, "t_s"), col(meas, "silent_fraction"), color=c_meas, lw=1, ls=":",
+    tw.plot(col(meas, "t_s"), col(meas, "silent_frame_fraction"), color=c_meas, lw=1, ls=":",
             label="measured silent fraction")
-    tw.plot(col(sim, "t_s"), col(sim, "silent_fraction"), color=c_sim, lw=1, ls="-.",
+    tw.plot(col(sim, "t_s"), col(sim, "silent_frame_fraction"), color=c_sim, lw=1, ls="-.",
             label="simulated silent fraction")
     tw.set_ylabel("silent fraction of due frames")
     tw.set_ylim(-0.02, 1.05)

@@ -150,7 +150,7 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
              c.random_phases ? nlohmann::json(c.deadline_cap_random_max) : nlohmann::json(nullptr)},
             {"phase_draws", c.phase_draws},
             {"deadline_fraction", c.fraction},
-            {"deadline_s", s.workload.deadline()},
+            {"deadline_ms", s.workload.deadline() * 1e3},
             {"probe_s", c.probe_s},
             {"probe_runs", c.probes},
             {"binding", c.binding}}}};

@@ -12,9 +12,6 @@ using nlohmann::json;
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
-// JSON has no infinity: a percentile among censored frames is null, with the censored count beside
-// it.
-json finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 std::optional<double> relative_error(const std::optional<double>& simulated,
                                      const std::optional<double>& predicted) {
@@ -22,12 +19,17 @@ std::optional<double> relative_error(const std::optional<double>& simulated,
   return (*simulated - *predicted) / *predicted;
 }
 
-json latency_json(const LatencyHistogram& h) {
-  return {{"p50_s", finite(h.output_percentile(0.50))},
-          {"p95_s", finite(h.output_percentile(0.95))},
-          {"p99_s", finite(h.output_percentile(0.99))},
-          {"observed_frames", h.count()},
-          {"censored_frames", h.censored()}};
+// JSON has no infinity: a percentile among censored frames is null, with the censored count beside
+// it. A latency is a duration against the frame: milliseconds, under the names timeseries.csv and
+// runs.csv use (reported_p50_ms, true_p99_ms, ...), flat in the result so every output agrees.
+json ms_or_null(double s) { return std::isfinite(s) ? json(s * 1e3) : json(nullptr); }
+
+void add_latency(json& j, const std::string& prefix, const LatencyHistogram& h) {
+  j[prefix + "_p50_ms"] = ms_or_null(h.output_percentile(0.50));
+  j[prefix + "_p95_ms"] = ms_or_null(h.output_percentile(0.95));
+  j[prefix + "_p99_ms"] = ms_or_null(h.output_percentile(0.99));
+  j[prefix + "_observed_frames"] = h.count();
+  j[prefix + "_censored_frames"] = h.censored();
 }
 
 json admission_cap_json(const AdmissionSummary& a) {
@@ -77,6 +79,10 @@ std::string ms(double v) {
 double frac(int64_t a, int64_t b) {
   return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
 }
+// vLLM's goodput: requests (here frames) served within their deadline per second of the run.
+double goodput(int64_t on_time, double seconds) {
+  return seconds > 0 ? static_cast<double>(on_time) / seconds : 0.0;
+}
 std::string pct(double f) { return fmt::format("{:.1f}%", 100.0 * f); }
 
 }  // namespace
@@ -89,7 +95,7 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
             {"block_size_tokens", s.engine.block_size},
             {"block_bytes", p.pool.block_bytes},
             {"kv_bytes_per_token", p.pool.kv_bytes_per_token},
-            {"usable_kv_bytes", p.pool.usable_bytes},
+            {"usable_kv_bytes", std::llround(p.pool.usable_bytes)},
             {"pool_tokens", p.pool.num_blocks * s.engine.block_size},
             {"tokens_per_s_per_session", p.tokens_per_s_per_session},
             {"r_per_s", p.r_per_s},
@@ -102,41 +108,45 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
             {"memory_cap_sessions", opt(p.memory_cap_sessions)}};
   if (p.service) {
     const ServiceCheck& c = *p.service;
-    j["service"] = {
-        {"sessions", c.sessions}, {"context_tokens", c.context},
-        {"period_s", c.period_s}, {"work_per_period_s", c.work_s},
-        {"keeps_up", c.keeps_up}, {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
+    j["service"] = {{"sessions", c.sessions},
+                    {"context_tokens", c.context},
+                    {"frame_period_ms", c.period_s * 1e3},
+                    {"work_per_period_ms", c.work_s * 1e3},
+                    {"keeps_up", c.keeps_up},
+                    {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
   }
   return j;
 }
 
 json run_result_json(const RunResult& r) {
-  return {{"crashed", r.crashed()},
-          {"first_stall_s", opt(r.first_stall_s)},
-          {"first_preempt_s", opt(r.first_preempt_s)},
-          {"sessions_arrived", r.sessions_arrived},
-          {"sessions_departed", r.sessions_departed},
-          {"sessions_rejected", r.sessions_rejected},
-          {"peak_live_sessions", r.peak_live_sessions},
-          {"preemptions", r.preemptions},
-          {"frames_due", r.frames_due},
-          {"frames_served", r.frames_served},
-          {"frames_on_time", r.frames_on_time},
-          {"frames_silent", r.frames_silent},
-          {"silent_frame_fraction", frac(r.frames_silent, r.frames_due)},
-          {"deadline_miss_rate_reported", frac(r.frames_reported_late, r.frames_due)},
-          {"deadline_miss_rate_true", frac(r.frames_due - r.frames_on_time, r.frames_due)},
-          {"tokens_produced", r.tokens_produced},
-          {"latency_reported", latency_json(r.reported_latency)},
-          {"latency_true", latency_json(r.true_latency)},
-          {"engine_steps", r.engine_steps},
-          {"engine_busy_fraction", r.end_s > 0 ? r.busy_s / r.end_s : 0.0},
-          {"pool_peak_blocks", r.peak_pool_blocks},
-          {"pool_final_blocks", r.final_pool_blocks},
-          {"blocks_allocated", r.blocks_allocated},
-          {"blocks_released", r.blocks_released},
-          {"max_resident_blocks_per_session", r.max_resident_blocks_per_session},
-          {"admission", admission_json(r.admission)}};
+  json j = {{"crashed", r.crashed()},
+            {"first_stall_s", opt(r.first_stall_s)},
+            {"first_preempt_s", opt(r.first_preempt_s)},
+            {"sessions_arrived", r.sessions_arrived},
+            {"sessions_departed", r.sessions_departed},
+            {"sessions_rejected", r.sessions_rejected},
+            {"peak_live_sessions", r.peak_live_sessions},
+            {"preemptions", r.preemptions},
+            {"frames_due", r.frames_due},
+            {"frames_served", r.frames_served},
+            {"frames_on_time", r.frames_on_time},
+            {"frames_silent", r.frames_silent},
+            {"silent_frame_fraction", frac(r.frames_silent, r.frames_due)},
+            {"deadline_miss_rate_reported", frac(r.frames_reported_late, r.frames_due)},
+            {"deadline_miss_rate_true", frac(r.frames_due - r.frames_on_time, r.frames_due)},
+            {"goodput_frames_per_s", goodput(r.frames_on_time, r.end_s)},
+            {"tokens_produced", r.tokens_produced},
+            {"engine_steps", r.engine_steps},
+            {"engine_busy_fraction", r.end_s > 0 ? r.busy_s / r.end_s : 0.0},
+            {"pool_peak_blocks", r.peak_pool_blocks},
+            {"pool_final_blocks", r.final_pool_blocks},
+            {"blocks_allocated", r.blocks_allocated},
+            {"blocks_released", r.blocks_released},
+            {"max_resident_blocks_per_session", r.max_resident_blocks_per_session},
+            {"admission", admission_json(r.admission)}};
+  add_latency(j, "reported", r.reported_latency);
+  add_latency(j, "true", r.true_latency);
+  return j;
 }
 
 json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
@@ -148,12 +158,9 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
       {{"t_sat_error_vs_blocks", opt(relative_error(r.first_stall_s, p.t_sat_blocks_s))},
        {"t_sat_error_vs_continuous", opt(relative_error(r.first_stall_s, p.t_sat_continuous_s))},
        {"pool_peak_fraction", frac(r.peak_pool_blocks, p.pool.num_blocks)}});
-  return {{"metronome_version", version_string()},
-          {"cost_model", cost_label},
-          {"deadline_s", deadline},
-          {"scenario", to_json(s)},
-          {"prediction", prediction_json(s, p)},
-          {"result", result}};
+  return {{"metronome_version", version_string()}, {"cost_model", cost_label},
+          {"deadline_ms", deadline * 1e3},         {"scenario", to_json(s)},
+          {"prediction", prediction_json(s, p)},   {"result", result}};
 }
 
 std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
@@ -229,10 +236,11 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
     }
   }
   o << fmt::format(
-      "frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true\n",
+      "frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true; goodput "
+      "{:.1f} frames/s on time\n",
       r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
       pct(frac(r.frames_reported_late, r.frames_due)),
-      pct(frac(r.frames_due - r.frames_on_time, r.frames_due)));
+      pct(frac(r.frames_due - r.frames_on_time, r.frames_due)), goodput(r.frames_on_time, r.end_s));
   o << fmt::format(
       "latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
       ms(r.reported_latency.output_percentile(0.5)), ms(r.reported_latency.output_percentile(0.99)),

@@ -168,6 +168,12 @@ GpuConfig parse_gpu(JsonSection g) {
   return c;
 }
 
+const std::vector<std::string>& kv_cache_dtypes() {
+  static const std::vector<std::string> names = {"auto",     "fp8",      "fp8_e4m3",
+                                                 "fp8_e5m2", "bfloat16", "float16"};
+  return names;
+}
+
 EngineConfig parse_engine(JsonSection e) {
   EngineConfig c;
   c.block_size = e.integer("block_size", c.block_size, 1, 1 << 20);
@@ -185,6 +191,7 @@ EngineConfig parse_engine(JsonSection e) {
           ? e.integer("max_num_seqs", c.max_sessions_per_step, 1, kMaxCount)
           : e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
   c.num_blocks = e.optional_integer("num_blocks", 1, kMaxCount);
+  c.kv_cache_dtype = e.one_of("kv_cache_dtype", c.kv_cache_dtype, kv_cache_dtypes());
   c.scheduler = e.one_of("scheduler", c.scheduler, {"frame", "vllm_v1"});
   c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
   c.max_num_batched_tokens =
@@ -418,6 +425,9 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.model = parse_model(top.section("model", true));
   s.gpu = parse_gpu(top.section("gpu", true));
   s.engine = parse_engine(top.section("engine"));
+  if (const auto bytes = kv_cache_dtype_bytes(s.engine.kv_cache_dtype)) {
+    s.model.kv_bytes_per_element = *bytes;
+  }
   s.kv_policy = parse_kv_policy(top.section("kv_policy"));
   s.workload = parse_workload(top.section("workload", true));
   if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
@@ -509,6 +519,26 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     const std::string k = key_of(a);
     if (k != "model" && k != "gpu") ordered.push_back(a);
   }
+  // max_num_seqs and max_sessions_per_step name one field: a --set of either replaces what the
+  // file said under either name; both on the command line is the same conflict as both in a file.
+  std::string batch_cap_set;
+  std::string kv_bytes_set;
+  for (const auto& a : ordered) {
+    const std::string k = key_of(a);
+    if (k == "engine.max_num_seqs" || k == "engine.max_sessions_per_step") {
+      if (!batch_cap_set.empty() && key_of(batch_cap_set) != k) {
+        throw ConfigError("--set " + argument_preview(a) +
+                          ": engine.max_num_seqs was already given as --set " +
+                          argument_preview(batch_cap_set) +
+                          " (max_sessions_per_step is its old alias); expected only one of them");
+      }
+      batch_cap_set = a;
+      if (auto e = j.find("engine"); e != j.end() && e->is_object()) {
+        e->erase(k == "engine.max_num_seqs" ? "max_sessions_per_step" : "max_num_seqs");
+      }
+    }
+    if (k == "model.kv_bytes_per_element") kv_bytes_set = a;
+  }
   std::vector<std::pair<std::string, std::string>> swapped;
   for (size_t i = 0; i < ordered.size(); ++i) {
     if (i == swaps) follow_swaps(j, swapped, name_set, comment_set);
@@ -520,7 +550,34 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   if (swaps == ordered.size()) follow_swaps(j, swapped, name_set, comment_set);
   std::string source = path.empty() ? "(built-in) scenarios/default.json" : path;
   if (!sets.empty()) source += " (with --set overrides)";
+  // The model's kv_bytes_per_element is what kv_cache_dtype "auto" uses; setting it on the command
+  // line while the scenario states a KV dtype of another size says two different things.
+  const nlohmann::json* dtype = nullptr;
+  if (auto e = j.find("engine"); e != j.end() && e->is_object()) {
+    if (auto d = e->find("kv_cache_dtype"); d != e->end()) dtype = &*d;
+  }
+  if (!kv_bytes_set.empty() && dtype && dtype->is_string()) {
+    const auto bytes = kv_cache_dtype_bytes(dtype->get<std::string>());
+    const nlohmann::json given = j.contains("model") && j["model"].is_object()
+                                     ? j["model"].value("kv_bytes_per_element", nlohmann::json())
+                                     : nlohmann::json();
+    if (bytes && !given.is_null() && given != nlohmann::json(*bytes)) {
+      throw ConfigError("--set " + argument_preview(kv_bytes_set) + ": disagrees with " + source +
+                        ": engine.kv_cache_dtype \"" + dtype->get<std::string>() + "\" stores " +
+                        std::to_string(*bytes) + (*bytes == 1 ? " byte" : " bytes") +
+                        " per element; expected one statement of the KV element size: "
+                        "engine.kv_cache_dtype (one of \"auto\" \"fp8\" \"fp8_e4m3\" "
+                        "\"fp8_e5m2\" \"bfloat16\" \"float16\"), or model.kv_bytes_per_element "
+                        "with kv_cache_dtype \"auto\"");
+    }
+  }
   return parse_scenario(j, source);
+}
+
+std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype) {
+  if (dtype.rfind("fp8", 0) == 0) return 1;
+  if (dtype == "bfloat16" || dtype == "float16") return 2;
+  return std::nullopt;
 }
 
 nlohmann::json to_json(const Scenario& s) {
@@ -564,7 +621,8 @@ nlohmann::json to_json(const Scenario& s) {
   json engine = {{"block_size", e.block_size},
                  {"gpu_memory_utilization", e.gpu_memory_utilization},
                  {"activation_reserve_bytes", e.activation_reserve_bytes},
-                 {"max_sessions_per_step", e.max_sessions_per_step},
+                 {"max_num_seqs", e.max_sessions_per_step},
+                 {"kv_cache_dtype", e.kv_cache_dtype},
                  {"scheduler", e.scheduler},
                  {"exhaustion", e.exhaustion->type()},
                  {"silence_after_s", e.silence_after_s.value()}};

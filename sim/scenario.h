@@ -25,8 +25,13 @@ struct EngineConfig {
   int64_t block_size = 16;              // tokens per KV block
   double gpu_memory_utilization = 0.9;  // fraction of GPU memory the engine may use
   double activation_reserve_bytes = 2e9;
-  int64_t max_sessions_per_step = 256;  // continuous-batching cap; alias max_num_seqs (vLLM's)
-  std::optional<int64_t> num_blocks;    // explicit pool size, overriding the sizing rule
+  // Continuous-batching cap: `max_num_seqs` in the file (vLLM's name), old alias
+  // max_sessions_per_step.
+  int64_t max_sessions_per_step = 256;
+  std::optional<int64_t> num_blocks;  // explicit pool size, overriding the sizing rule
+  // vLLM's --kv-cache-dtype: "auto" keeps the model's own KV element size
+  // (model.kv_bytes_per_element); any other value sets it (fp8*: 1 byte, bfloat16/float16: 2).
+  std::string kv_cache_dtype = "auto";
   // How steps are formed (docs/vllm.md). `frame`: a step serves whole frames of ready sessions and
   // `exhaustion` (sim/exhaustion/) says what a frame without blocks does. `vllm_v1`: vLLM V1's
   // scheduler, one model iteration per step under a token budget with chunked prefill; it preempts
@@ -145,6 +150,9 @@ nlohmann::json read_scenario_json(const std::string& path);
 void apply_set(nlohmann::json& j, const std::string& assignment, const std::string& base_dir);
 
 // The fully resolved scenario, every default filled in; parse_scenario(to_json(s)) == s.
+// Bytes per KV element that engine.kv_cache_dtype states; nullopt for "auto" (the model's own).
+std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype);
+
 nlohmann::json to_json(const Scenario& s);
 
 }  // namespace metronome

@@ -1,6 +1,9 @@
 // A Chrome/Perfetto trace (JSON array format) of one run: engine steps as slices, stalls and
 // preemptions as instants, pool occupancy and live sessions as counters. Open it at
-// ui.perfetto.dev. Writes are checked; close() ends the JSON and reports a failed write.
+// ui.perfetto.dev. Writes are checked; close() ends the JSON and reports a failed write. Counter
+// and argument names are timeseries.csv's for the same quantity (pool_used_blocks, live_sessions,
+// stalled_sessions); ts and dur are microseconds because the trace format fixes them so, and
+// displayTimeUnit makes the viewer show milliseconds.
 #pragma once
 
 #include <fmt/format.h>
@@ -40,7 +43,7 @@ class TraceWriter : public RunObserver {
         us(start), us(end) - us(start), batch);
     out_ << fmt::format(
         ",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"pool blocks used\",\"ts\":{:.3f},"
-        "\"args\":{{\"blocks\":{}}}}}",
+        "\"args\":{{\"pool_used_blocks\":{}}}}}",
         us(end), pool_used);
   }
   void on_stall(Time t, int64_t stalled) override {
@@ -61,7 +64,7 @@ class TraceWriter : public RunObserver {
     if (!room()) return;
     out_ << fmt::format(
         ",\n{{\"ph\":\"C\",\"pid\":1,\"name\":\"sessions\",\"ts\":{:.3f},"
-        "\"args\":{{\"live\":{},\"stalled\":{}}}}}",
+        "\"args\":{{\"live_sessions\":{},\"stalled_sessions\":{}}}}}",
         x.t_s * 1e6, x.live_sessions, x.stalled_sessions);
   }
 

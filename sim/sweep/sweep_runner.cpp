@@ -23,6 +23,7 @@
 #include "sim/json_file.h"
 #include "sim/output_dir.h"
 #include "sim/output_file.h"
+#include "sim/output_number.h"
 #include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/sweep/wilson.h"
@@ -99,12 +100,16 @@ ojson row_for(const SweepSpec& spec, int64_t run, Scenario s, const CostModel& c
   row["frames_due"] = r.frames_due;
   row["frames_silent"] = r.frames_silent;
   row["silent_frame_fraction"] = frac(r.frames_silent, r.frames_due);
-  row["reported_p50_s"] = finite(r.reported_latency.output_percentile(0.50));
-  row["reported_p99_s"] = finite(r.reported_latency.output_percentile(0.99));
-  row["true_p50_s"] = finite(r.true_latency.output_percentile(0.50));
-  row["true_p99_s"] = finite(r.true_latency.output_percentile(0.99));
+  row["goodput_frames_per_s"] = r.end_s > 0 ? static_cast<double>(r.frames_on_time) / r.end_s : 0.0;
+  row["reported_p50_ms"] = finite(1e3 * r.reported_latency.output_percentile(0.50));
+  row["reported_p99_ms"] = finite(1e3 * r.reported_latency.output_percentile(0.99));
+  row["true_p50_ms"] = finite(1e3 * r.true_latency.output_percentile(0.50));
+  row["true_p99_ms"] = finite(1e3 * r.true_latency.output_percentile(0.99));
   row["pool_peak_fraction"] = frac(r.peak_pool_blocks, p.pool.num_blocks);
   row["engine_busy_fraction"] = r.end_s > 0 ? r.busy_s / r.end_s : 0.0;
+  // Rounded here, not when written: aggregates are computed from the rows as runs.jsonl holds
+  // them, so a merged set of shards aggregates to the same bytes as one process.
+  round_output(row);
   return row;
 }
 
@@ -224,7 +229,7 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
               to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n");
   // sweep.json, the completion marker, goes last.
   if (!with_aggregate) {
-    write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
+    write_whole(dir + "/sweep.json", output_text(meta) + "\n");
     return;
   }
   // Aggregate every point whose seeds are all present.
@@ -236,6 +241,7 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
   auto flush = [&] {
     if (group.size() == nseeds) {
       ojson a = aggregate_point(spec, current, group);
+      round_output(a);
       if (csv.empty()) csv = csv_header(a);
       csv += csv_line(a);
       agg.push_back(std::move(a));
@@ -251,9 +257,9 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
     group.push_back(r);
   }
   flush();
-  write_whole(dir + "/aggregate.json", agg.dump(2) + "\n");
+  write_whole(dir + "/aggregate.json", output_text(agg) + "\n");
   write_whole(dir + "/aggregate.csv", csv);
-  write_whole(dir + "/sweep.json", meta.dump(2) + "\n");
+  write_whole(dir + "/sweep.json", output_text(meta) + "\n");
 }
 
 }  // namespace
@@ -297,14 +303,15 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
   int64_t flagged = 0;
   for (const auto& r : rows) flagged += r["admission_flags"].get<std::string>().empty() ? 0 : 1;
   a["admission_flagged_runs"] = flagged;
-  const auto rp50 = column(rows, "reported_p50_s");
-  const auto rp99 = column(rows, "reported_p99_s");
-  const auto tp99 = column(rows, "true_p99_s");
-  a["reported_p50_median_s"] = stat(rp50, 0.5);
-  a["reported_p99_median_s"] = stat(rp99, 0.5);
-  a["true_p99_median_s"] =
+  const auto rp50 = column(rows, "reported_p50_ms");
+  const auto rp99 = column(rows, "reported_p99_ms");
+  const auto tp99 = column(rows, "true_p99_ms");
+  a["reported_p50_median_ms"] = stat(rp50, 0.5);
+  a["reported_p99_median_ms"] = stat(rp99, 0.5);
+  a["true_p99_median_ms"] =
       static_cast<int64_t>(tp99.size()) * 2 > n ? stat(tp99, 0.5) : ojson(nullptr);
   a["true_p99_censored_runs"] = n - static_cast<int64_t>(tp99.size());
+  a["goodput_frames_per_s_mean"] = mean(column(rows, "goodput_frames_per_s"));
   a["silent_frame_fraction_mean"] = mean(column(rows, "silent_frame_fraction"));
   a["sessions_rejected_mean"] = mean(column(rows, "sessions_rejected"));
   a["peak_live_sessions_mean"] = mean(column(rows, "peak_live_sessions"));

@@ -105,9 +105,9 @@ cases=$((cases + 1))
 import json, sys
 r = json.load(open(sys.argv[1]))["result"]
 assert r["frames_due"] == 0, r["frames_due"]
-for side in ("latency_reported", "latency_true"):
-    for q in ("p50_s", "p95_s", "p99_s"):
-        assert r[side][q] is None, (side, q, r[side][q])
+for side in ("reported", "true"):
+    for q in ("p50_ms", "p95_ms", "p99_ms"):
+        assert r[f"{side}_{q}"] is None, (side, q, r[f"{side}_{q}"])
 PY
 
 # --- Output paths that are user errors: exit 2 with the path

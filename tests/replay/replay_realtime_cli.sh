@@ -11,7 +11,7 @@ printf '%s\n' "$out" | /usr/bin/python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 ok = r["agreement"]["saturation_within_10pct"]
-lag = r["measured_engine"]["max_start_lag_s"]
+lag = r["measured_engine"]["max_start_lag_ms"] / 1e3
 period = r["scenario"]["workload"]["frame_period_s"]
 if ok:
     print(f"saturation within 10% (engine lag {lag:.3f} s)")
