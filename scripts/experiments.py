@@ -348,6 +348,11 @@ def fig7(r, w, quick):
     r.sweep(path, r.dir("fig7", "window_sink", "sweep"),
             [("kv_policy.window_tokens", ws["window_tokens"]),
              ("kv_policy.sink_tokens", ws["sink_tokens"])], ws["seeds"])
+    # The same at S = 16 with each caller's clock started on arrival (random phases): the band
+    # the spread joins close.
+    r.sweep(path, r.dir("fig7", "window_sink", "arrival_sweep"),
+            [("kv_policy.window_tokens", ws["window_tokens"])], ws["seeds"],
+            sets=["kv_policy.sink_tokens=16", "admission.join=arrival"])
     cost_models(r, w, quick)
 
 
@@ -383,6 +388,30 @@ def fig8(r, w, quick):
             "--grid-windows"] + sp["grid_windows"] + ["--grid-sinks"] + sp["grid_sinks"] + [
             "-j", r.jobs, "--json"]
     r.call(args, r.data("fig8", "quality.json"))
+    recommendations(r, w, sp)
+
+
+def recommendations(r, w, sp):
+    """`metronome recommend` per shipped model, with this figure's perplexity ratios as the quality
+    floor: the admission scenario (Poisson demand above capacity, AIMD, the memory guard, spread
+    joins) with the model's workload and compute budget, over the quality grid's W x S."""
+    rec = sp["recommend"]
+    src = load(os.path.join(ROOT, "scenarios", "admission", "moshi_h200_aimd_windowed.json"))
+    src["workload"]["arrival"]["max_sessions"] = 0  # demand until the horizon, as figure 7
+    quality = os.path.relpath(r.data("fig8", "quality.json"), r.out)
+    calls = []
+    for key in w["models"]:
+        s = merge(model_scenario(dict(src, name=f"recommend-{key}"), w, key, w["budget_fraction"]),
+                  rec["overrides"][key])
+        # Demand above every cap within the first half of the run (caps run to a few thousand).
+        s["workload"]["arrival"]["rate_per_s"] = 40
+        base = r.data("fig8", "recommend", f"{key}.scenario.json")
+        path = r.write_scenario(base, s)
+        calls.append((["recommend", "--scenario", path, "--quality", quality,
+                       "--max-ppl-ratio", rec["max_ppl_ratio"], "--seeds", rec["seeds"],
+                       "--windows"] + sp["grid_windows"] + ["--sinks"] + sp["grid_sinks"] +
+                      ["--json"], base.replace(".scenario.json", ".recommend.json")))
+    r.parallel(calls)
 
 
 FIGURES = [fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig8, fig9]

@@ -529,7 +529,7 @@ def fig5(d, w, quick):
     return finish(fig, d.out, "fig5_admission", 5, sp["title"], d.cost_models(rels),
                   "AIMD admission on Moshi, one H200 (scenarios/admission/moshi_h200_aimd_"
                   "{windowed,unbounded}.json). Top: admitted live sessions and the admission cap "
-                  "(N*: the median cap over the last half of the run). Bottom: " + sig +
+                  "(N*: the median live count over the last half of the run). Bottom: " + sig +
                   ", with the hold band between the controller's low and high fractions of the "
                   "deadline. Dotted red: the pool is exhausted.")
 
@@ -687,8 +687,8 @@ def fig7(d, w, quick):
                   "period, budget_fraction). (b)-(d) Moshi over window W and sinks S, one colour "
                   "scale for all three: (b) N*, the sessions AIMD serves (median live count over "
                   f"the last half, median over {runs_per_cell} seeds per cell of scenarios/admission/"
-                  "moshi_h200_aimd_windowed.json, with the memory guard and the settled-cost "
-                  "forecast, docs/admission.md); an asterisk marks a cell where some seeds were "
+                  "moshi_h200_aimd_windowed.json, with the memory guard, the settled-cost "
+                  "forecast and spread joins, docs/admission.md); an asterisk marks a cell where some seeds were "
                   "flagged (stalled, collapsed or missed deadlines; REPORT.md gives the counts); "
                   "(c) the memory cap; (d) the deadline cap (callers evenly spread).")
 
@@ -944,6 +944,35 @@ def report(d, w, quick, figs, started):
                f"{agg}#/{idx}/runs", cap + "memory_cap_sessions", cap + "deadline_cap_sessions",
                cap + "deadline_cap_random_phases_sessions", cap + "deadline_cap_random_phases_min",
                cap + "deadline_cap_random_phases_max"])
+    # The same at S = 16 with callers' clocks started on arrival: random phases, one draw a run.
+    agg = "fig7/window_sink/arrival_sweep/aggregate.json"
+    points = d.json(agg)
+    for wt in ws["window_tokens"]:
+        idx = next(i for i, p in enumerate(points) if p["grid.kv_policy.window_tokens"] == wt)
+        t.row(f"Moshi AIMD N* across seeds with joins on arrival (random phases), W = {wt}, "
+              "S = 16: median (min to max); runs flagged of runs", "-",
+              "{:g} ({:g} to {:g}); {} of {}",
+              [f"{agg}#/{idx}/n_star_median", f"{agg}#/{idx}/n_star_min",
+               f"{agg}#/{idx}/n_star_max", f"{agg}#/{idx}/admission_flagged_runs",
+               f"{agg}#/{idx}/runs"])
+    if not os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
+        for key in w["models"]:
+            rel = f"fig8/recommend/{key}.recommend.json"
+            if d.json(rel)["best"] is None:
+                t.row(f"recommend, {lab(key)}: best (W, S) meeting the quality floor", "-",
+                      "none (max perplexity ratio {:g})",
+                      [rel + "#/quality_floor/max_ppl_ratio"])
+                continue
+            b = rel + "#/best/"
+            t.row(f"recommend, {lab(key)} (windowed KV, AIMD, spread joins; perplexity ratio to "
+                  "full attention at most the floor): best W; S; N* median (p5 to p95) over "
+                  "seeds; memory cap; deadline cap; perplexity ratio; silent frames", "-",
+                  "W = {}, S = {}: N* {:g} ({:g} to {:g}); memory cap {}; deadline cap {}; "
+                  "ppl x{:.3f}; {:.4f}% silent",
+                  [b + "window_tokens", b + "sink_tokens", b + "n_star_median",
+                   b + "n_star_p5", b + "n_star_p95", b + "memory_cap_sessions",
+                   b + "deadline_cap_sessions", b + "ppl_ratio",
+                   b + "silent_frame_fraction_mean"], scales=[None] * 8 + [100])
     for key in w["models"]:
         if key == "moshi":
             continue
