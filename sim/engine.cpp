@@ -642,10 +642,11 @@ int64_t Engine::reserve_for(const Session& s) const {
 
 // The controller's forecast (sim/settled_forecast.h): the observed latency scaled by how much
 // the frame scheduler's periodic regime slows once every context has settled at S + W and the cap
-// has filled with one more increase, newcomers spread evenly over the period. The cap, not the live
-// count: arrivals fill the cap within an interval or two, so a forecast for live + increase lets
-// the cap run ahead of what it has judged. The observation anchors the forecast; the model only
-// says how much settling adds. Unbounded contexts never settle: the observation stands.
+// has filled with one more increase, newcomers spread evenly over the period (or where spread
+// joins will put them). The cap, not the live count: arrivals fill the cap within an interval or
+// two, so a forecast for live + increase lets the cap run ahead of what it has judged. An
+// observation above the model's raises the forecast; one below it (a quiet interval) cannot lower
+// it. Unbounded contexts never settle: the observation stands.
 double Engine::settled_latency(double observed) const {
   if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || vllm_) return observed;
   std::vector<ForecastCaller> now, settled;
@@ -679,7 +680,10 @@ double Engine::settled_latency(double observed) const {
   const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
   if (!(base > 0)) return observed;
   const double st = periodic_latency_quantile(std::move(settled), shape, cost_, q);
-  return observed * st / base;
+  // An increase cannot be taken back (callers are never evicted): the worse of the model's own
+  // settled latency and the observation scaled by the model's ratio, so that a lucky interval's
+  // low reading does not admit callers the model already sees crossing the bound.
+  return st * std::max(1.0, observed / base);
 }
 
 EngineGauges Engine::gauges() const {

@@ -22,8 +22,9 @@ struct ControlSignal {
   int64_t frames = 0;    // frames in the interval's histogram (answered, padded or censored)
   int64_t live = 0;      // sessions admitted and not departed at `now`
   // The cost model's forecast of latency_s once the live sessions and `increase` more have
-  // settled (windowed KV: every context at S + W): latency_s scaled by the pass-cost ratio of the
-  // settled to the current batch. Equal to latency_s where contexts do not settle (unbounded).
+  // settled (windowed KV: every context at S + W): the model's settled latency, scaled up by how
+  // far latency_s exceeds the model's latency for the batch as it is (never down). Equal to
+  // latency_s where contexts do not settle (unbounded).
   double settled_latency_s = 0;
 };
 
