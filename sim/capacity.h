@@ -8,7 +8,8 @@
 //                 probe_s simulated seconds (default_probe_s) with N callers spread evenly over one
 //                 frame period, the pool made large enough never to bind) stays under fraction x
 //                 deadline; found by doubling then bisection, assuming latency grows with N.
-//                 Steady: the p95 over the probe's second half, once every window has filled.
+//                 Steady: the p95 over the probe's second half, once every window has filled,
+//                 with under 1% of that half's due frames silent.
 // The smaller binds.
 #pragma once
 

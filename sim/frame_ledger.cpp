@@ -127,6 +127,8 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
     last_half_due_ += std::max<int64_t>(0, due - due_at_last_sample_);
     last_half_on_time_ += interval_.frames_on_time;
     result_.steady_reported_latency.merge(interval_answered_);
+    result_.steady_frames_due += std::max<int64_t>(0, due - due_at_last_sample_);
+    result_.steady_frames_silent += interval_late_;
     if (interval_late_ > 0) {
       result_.steady_reported_latency.add(to_seconds(silence_after_), interval_late_);
     }

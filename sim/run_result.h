@@ -60,6 +60,7 @@ struct RunResult {
   // The same over the frames served in the last half of the horizon: the steady state a capacity
   // probe judges (a window fills in its first half).
   LatencyHistogram steady_reported_latency;
+  int64_t steady_frames_due = 0, steady_frames_silent = 0;  // over the same samples
   LatencyHistogram true_latency;  // per due frame; never-served frames are censored
   // Engine and pool
   int64_t engine_steps = 0;
