@@ -255,11 +255,6 @@ void Engine::on_departure(int64_t id) {
   step_wanted_ = true;
 }
 
-void Engine::enqueue(int64_t id) {
-  if (absorb_into_back(id)) return;
-  ready_.push(ticket(id, next_seq_++));
-}
-
 bool Engine::reserve(const Ticket& t, Time now) {
   const int64_t id = t.id;
   const int64_t n = n_kv_ + (sessions_[id].next_frame == 0 ? prompt_ : 0);
@@ -378,7 +373,8 @@ int64_t Engine::choose_batch(Time now) {
   if (pool_.released_total() != released_seen_) retry_blocked_ = true;
   released_seen_ = pool_.released_total();
   size_t cursor = retry_blocked_ ? blocked_head_ : blocked_.size();
-  while (batch_members_ < max_batch_) {
+  passes_ = FramePasses{};
+  while (batch_members_ < max_batch_ && cursor < blocked_.size()) {
     purge_ready_front();
     if (pool_.free() == 0) cursor = blocked_.size();
     while (cursor < blocked_.size() && !valid(blocked_[cursor])) ++cursor;
@@ -396,17 +392,28 @@ int64_t Engine::choose_batch(Time now) {
       t = ready_.front();
       ready_.pop_front();
     }
-    const int64_t room = max_batch_ - batch_members_;
-    if (sessions_[t.id].count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
-    if (reserve(t, now)) {
-      sessions_[t.id].in_step = true;
-      batch_members_ += sessions_[t.id].count;
-      batch_.push_back(t);
-    } else {
+    if (!take(t, now)) {
       if (preempt_policy_) {
         kept_.push_back(t);
       } else if (block(t) <= cursor) {
         ++cursor;  // not to be retried in this pass
+      }
+      blocked += sessions_[t.id].count;
+    }
+  }
+  // Once no blocked frame is left to merge (it stays so for the pass: a frame blocked now is put
+  // at or before the cursor), the step takes ready frames from the queue's front alone.
+  while (batch_members_ < max_batch_) {
+    purge_ready_front();
+    if (ready_.empty() || ready_.front().release > now) break;
+    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
+    const Ticket t = ready_.front();
+    ready_.pop_front();
+    if (!take(t, now)) {
+      if (preempt_policy_) {
+        kept_.push_back(t);
+      } else if (block(t) <= cursor) {
+        ++cursor;
       }
       blocked += sessions_[t.id].count;
     }
@@ -421,19 +428,38 @@ int64_t Engine::choose_batch(Time now) {
   return blocked;
 }
 
-// The batch as forward passes: every member ingests its frame (with its prompt first, or its
-// history to recompute after a preemption) over its cached visible keys, then decodes.
-double Engine::pass_seconds() const {
-  FramePasses passes;
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
-    const Session& s = sessions_[batch_[i].id];
-    const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
-    const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
-    passes.add(s.count, q, cached, n_out_, window_);
+// Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
+// for, if it gets its blocks. Its forward passes are priced as it joins: every member ingests its
+// frame (with its prompt first, or its history to recompute after a preemption) over its cached
+// visible keys, then decodes. Nothing a later member's admission does changes what a member
+// already taken adds (members are not preempted, split or advanced until the step ends).
+[[gnu::always_inline]] inline bool Engine::take(const Ticket& t, Time now) {
+  {  // the usual case, once per served frame: one live caller whose blocks fit (reserve's outcome)
+    Session& s = sessions_[t.id];
+    const int64_t total =
+        kv::step_blocks(s.ctx, n_kv_ + (s.next_frame == 0 ? prompt_ : 0), window_, block_size_);
+    const int64_t need = total - s.held;
+    if (s.count == 1 && need >= 0 && need <= pool_.free() && !s.stalled &&
+        s.state == Session::State::kLive && batch_members_ < max_batch_) {
+      pool_.try_allocate(need);
+      s.held = total;
+    } else {
+      const int64_t room = max_batch_ - batch_members_;
+      if (s.count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
+      if (!reserve(t, now)) return false;
+    }
   }
-  return passes.seconds(cost_);
+  Session& s = sessions_[t.id];
+  s.in_step = true;
+  batch_members_ += s.count;
+  batch_.push_back(t);
+  const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
+  const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
+  passes_.add(s.count, q, cached, n_out_, window_);
+  return true;
 }
+
+double Engine::pass_seconds() const { return passes_.seconds(cost_); }
 
 void Engine::start_step(Time now, double seconds) {
   busy_ = true;

@@ -20,6 +20,7 @@
 #include "sim/admission/admission_controller.h"
 #include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
+#include "sim/cost/pass_shape.h"
 #include "sim/event_queue.h"
 #include "sim/frame_ledger.h"
 #include "sim/pool_sizing.h"
@@ -61,6 +62,7 @@ class Engine {
   void summarise_admission();
   void try_start_step(Time now);
   int64_t choose_batch(Time now);
+  bool take(const Ticket& t, Time now);
   double pass_seconds() const;
   void start_step(Time now, double seconds);
   void vllm_start_step(Time now);
@@ -70,7 +72,10 @@ class Engine {
   bool reserve(const Ticket& t, Time now);
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
-  void enqueue(int64_t id);
+  void enqueue(int64_t id) {
+    if (cohorts_ && shared_arrival_ && absorb_into_back(id)) return;
+    ready_.push(ticket(id, next_seq_++));
+  }
   Ticket ticket(int64_t id, uint64_t seq) const {
     const Session& s = sessions_[id];
     return {id, incarnation_[id], seq, s.next_release, s.admit_order};
@@ -132,6 +137,7 @@ class Engine {
   std::vector<Admission> admit_stack_;  // admission order, for preempting the newest
   std::vector<Ticket> batch_;           // sessions in the running step
   std::vector<Ticket> kept_;            // scratch: ready sessions the step could not take
+  FramePasses passes_;                  // the forward passes of batch_
   // Frames that could not get blocks (stall policy), out of the ready queue until blocks are freed:
   // retrying them on every step would make a stalled engine quadratic in its sessions.
   std::vector<Ticket> blocked_;  // in service order
