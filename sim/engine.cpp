@@ -404,10 +404,15 @@ int64_t Engine::choose_batch(Time now) {
   // Once no blocked frame is left to merge (it stays so for the pass: a frame blocked now is put
   // at or before the cursor), the step takes ready frames from the queue's front alone.
   while (batch_members_ < max_batch_) {
-    purge_ready_front();
-    if (ready_.empty() || ready_.front().release > now) break;
+    const Ticket* f = ready_.peek();
+    if (f == nullptr) break;
+    if (!valid(*f)) {
+      ready_.pop_front();
+      continue;
+    }
+    if (f->release > now) break;
     if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
-    const Ticket t = ready_.front();
+    const Ticket t = *f;
     ready_.pop_front();
     if (!take(t, now)) {
       if (preempt_policy_) {
@@ -434,10 +439,14 @@ int64_t Engine::choose_batch(Time now) {
 // visible keys, then decodes. Nothing a later member's admission does changes what a member
 // already taken adds (members are not preempted, split or advanced until the step ends).
 [[gnu::always_inline]] inline bool Engine::take(const Ticket& t, Time now) {
+  // Constants as locals: the stores into the session below would otherwise make the compiler
+  // reload every member they might alias, once per frame.
+  const int64_t n_kv = n_kv_, prompt = prompt_, n_in = n_in_, n_out = n_out_;
+  const kv::Window w = window_;
+  const kv::BlockSize bs = block_size_;
   {  // the usual case, once per served frame: one live caller whose blocks fit (reserve's outcome)
     Session& s = sessions_[t.id];
-    const int64_t total =
-        kv::step_blocks(s.ctx, n_kv_ + (s.next_frame == 0 ? prompt_ : 0), window_, block_size_);
+    const int64_t total = kv::step_blocks(s.ctx, n_kv + (s.next_frame == 0 ? prompt : 0), w, bs);
     const int64_t need = total - s.held;
     if (s.count == 1 && need >= 0 && need <= pool_.free() && !s.stalled &&
         s.state == Session::State::kLive && batch_members_ < max_batch_) {
@@ -453,9 +462,9 @@ int64_t Engine::choose_batch(Time now) {
   s.in_step = true;
   batch_members_ += s.count;
   batch_.push_back(t);
-  const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
-  const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
-  passes_.add(s.count, q, cached, n_out_, window_);
+  const int64_t q = n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute;
+  const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, w);
+  passes_.add(s.count, q, cached, n_out, w);
   return true;
 }
 
@@ -545,26 +554,42 @@ void Engine::on_step_done(Time now) {
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
   if (vllm_) vllm_step_done(now);
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
-    const Ticket& t = batch_[i];
-    Session& s = sessions_[t.id];
-    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
+  // Nothing in the loop reads the pool or the largest residency: both are summed up after it.
+  int64_t freed = 0;
+  int64_t most_resident = result_.max_resident_blocks_per_session;
+  // Locals for what the loop's stores might alias (see take); nothing in it resizes these vectors.
+  const int64_t n_kv = n_kv_, prompt = prompt_, period = period_;
+  const kv::Window w = window_;
+  const kv::BlockSize bs = block_size_;
+  const bool jitter = jitter_ > 0;
+  Session* const sessions = sessions_.data();
+  const uint64_t* const incarnation = incarnation_.data();
+  const Ticket* const batch = batch_.data();
+  const size_t n = batch_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) prefetch(batch[i + kAhead].id);
+    const Ticket& t = batch[i];
+    Session& s = sessions[t.id];
+    if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
-    s.ctx += n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
+    s.ctx += n_kv + (s.next_frame == 0 ? prompt : 0);
     s.recompute = 0;
-    const int64_t keep = kv::resident_blocks(s.ctx, window_, block_size_);
-    pool_.release((s.held - keep) * s.count);
+    const int64_t keep = kv::resident_blocks(s.ctx, w, bs);
+    if (keep > s.held) throw std::logic_error("Engine: a step left a session more blocks");
+    freed += (s.held - keep) * s.count;
     s.held = keep;
-    result_.max_resident_blocks_per_session =
-        std::max(result_.max_resident_blocks_per_session, keep);
-    ledger_.serve(s.arrival + s.next_frame * period_, now - s.next_release, s.count);
+    most_resident = std::max(most_resident, keep);
+    // Without jitter a frame is released on its schedule (arrival + frame x period).
+    const Time scheduled = jitter ? s.arrival + s.next_frame * period : s.next_release;
+    ledger_.serve(scheduled, now - s.next_release, s.count);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
-      s.next_release = release_time(s, s.next_frame);
+      s.next_release = jitter ? release_time(s, s.next_frame) : s.next_release + period;
       enqueue(t.id);
     }
   }
+  pool_.release(freed);
+  result_.max_resident_blocks_per_session = most_resident;
   if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
   batch_.clear();
   step_wanted_ = true;

@@ -72,7 +72,7 @@ class Engine {
   bool reserve(const Ticket& t, Time now);
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
-  void enqueue(int64_t id) {
+  [[gnu::always_inline]] void enqueue(int64_t id) {
     if (cohorts_ && shared_arrival_ && absorb_into_back(id)) return;
     ready_.push(ticket(id, next_seq_++));
   }

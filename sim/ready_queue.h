@@ -39,6 +39,11 @@ class ReadyQueue {
   bool empty() const { return ring_.empty() && heap_.empty(); }
   size_t size() const { return ring_.size() + heap_.size(); }
   const Ticket& front() const { return from_heap() ? heap_.front() : ring_.front(); }
+  // The front ticket, or null when empty.
+  const Ticket* peek() const {
+    if (from_heap()) return &heap_.front();
+    return ring_.empty() ? nullptr : &ring_.front();
+  }
   // The session k places behind the ring's front (a prefetch hint), or -1.
   int64_t id_ahead(size_t k) const { return k < ring_.size() ? ring_[k].id : -1; }
   // The last in service order (every ticket in the heap sorts before the ring's back).
