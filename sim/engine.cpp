@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/step_time.h"
@@ -90,7 +91,7 @@ RunResult Engine::run() {
   while (!events_.empty() && events_.top().time <= horizon_) {
     const Event e = events_.pop();
     ledger_.sample_until(e.time, sessions_, [this] { return gauges(); });
-    switch (e.kind) {
+    switch (e.kind()) {
       case EventKind::kDeparture:
         if (incarnation_[e.target] == e.incarnation) on_departure(e.target);
         break;
@@ -191,10 +192,13 @@ int64_t Engine::new_slot() {
     free_slots_.pop_back();
   } else {
     id = static_cast<int64_t>(sessions_.size());
+    if (id == std::numeric_limits<int32_t>::max()) {  // tickets name slots in 32 bits
+      throw std::length_error("Engine: more than 2^31 - 1 session slots");
+    }
     sessions_.emplace_back();
     incarnation_.push_back(0);
   }
-  ++incarnation_[id];
+  next_incarnation(id);
   sessions_[id] = Session{};
   return id;
 }
@@ -226,7 +230,7 @@ bool Engine::absorb_into_back(int64_t id) {
   }
   c.count += s.count;
   sessions_[id].state = Session::State::kGone;
-  ++incarnation_[id];
+  next_incarnation(id);
   free_slots_.push_back(id);
   return true;
 }
@@ -385,7 +389,7 @@ int64_t Engine::choose_batch(Time now) {
     Ticket t;
     if (from_blocked && (!from_ready || earlier(blocked_[cursor], ready_.front()))) {
       t = blocked_[cursor];
-      blocked_[cursor].incarnation = ~uint64_t{0};  // taken: a tombstone until compaction
+      blocked_[cursor].incarnation = kTaken;  // a tombstone until compaction
       ++cursor;
       ++blocked_dead_;
     } else {
@@ -563,7 +567,7 @@ void Engine::on_step_done(Time now) {
   const kv::BlockSize bs = block_size_;
   const bool jitter = jitter_ > 0;
   Session* const sessions = sessions_.data();
-  const uint64_t* const incarnation = incarnation_.data();
+  const uint32_t* const incarnation = incarnation_.data();
   const Ticket* const batch = batch_.data();
   const size_t n = batch_.size();
   for (size_t i = 0; i < n; ++i) {

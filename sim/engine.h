@@ -78,9 +78,13 @@ class Engine {
   }
   Ticket ticket(int64_t id, uint64_t seq) const {
     const Session& s = sessions_[id];
-    return {id, incarnation_[id], seq, s.next_release, s.admit_order};
+    return {static_cast<int32_t>(id), incarnation_[id], seq, s.next_release, s.admit_order};
   }
   int64_t new_slot();
+  // A slot's next incarnation; never the tombstone of a taken blocked frame.
+  void next_incarnation(int64_t id) {
+    if (++incarnation_[id] == kTaken) ++incarnation_[id];
+  }
   int64_t split(int64_t id, int64_t keep);
   bool absorb_into_back(int64_t id);
   bool valid(const Ticket& t) const {
@@ -131,7 +135,9 @@ class Engine {
 
   EventQueue events_;
   std::vector<Session> sessions_;
-  std::vector<uint64_t> incarnation_;
+  // 32 bits, as in the tickets (a ticket is 32 bytes): a slot would have to be reused 2^32 times
+  // while a stale ticket for it waits in a queue to be mistaken for a live one.
+  std::vector<uint32_t> incarnation_;
   std::vector<int64_t> free_slots_;
   ReadyQueue ready_;                    // sessions waiting for their next frame
   std::vector<Admission> admit_stack_;  // admission order, for preempting the newest

@@ -31,16 +31,20 @@ enum class EventKind : uint8_t {
 
 struct Event {
   Time time;
-  EventKind kind;
-  uint64_t seq;
+  // The kind in the top byte above the scheduling order: one comparison orders both, and the event
+  // (one per live caller, for its departure) takes 32 bytes, not 40.
+  uint64_t key;
   int64_t target;        // session id for departures; unused otherwise
   uint64_t incarnation;  // of the target's slot: a departure for a reused or merged slot is stale
+
+  static constexpr int kKindShift = 56;
+  EventKind kind() const { return static_cast<EventKind>(key >> kKindShift); }
+  uint64_t seq() const { return key & ((uint64_t{1} << kKindShift) - 1); }
 
   // Min-heap order: earlier time, then kind, then scheduling order.
   friend bool operator>(const Event& a, const Event& b) {
     if (a.time != b.time) return a.time > b.time;
-    if (a.kind != b.kind) return a.kind > b.kind;
-    return a.seq > b.seq;
+    return a.key > b.key;
   }
 };
 
@@ -50,7 +54,8 @@ struct Event {
 class EventQueue {
  public:
   void push(Time time, EventKind kind, int64_t target = 0, uint64_t incarnation = 0) {
-    const Event e{time, kind, next_seq_++, target, incarnation};
+    const Event e{time, (static_cast<uint64_t>(kind) << Event::kKindShift) | next_seq_++, target,
+                  incarnation};
     if (kind == EventKind::kStepDone && !has_slot_) {
       slot_ = e;
       has_slot_ = true;

@@ -20,12 +20,14 @@
 namespace metronome {
 
 struct Ticket {  // a reference to a session slot that survives the slot's reuse
-  int64_t id;
-  uint64_t incarnation;
-  uint64_t seq;   // enqueue order (a split cohort's pieces keep their parent's)
-  Time release;   // the session's next_release when queued
-  int64_t order;  // the session's admit_order when queued
+  int32_t id;
+  uint32_t incarnation;  // kTaken: a tombstone
+  uint64_t seq;          // enqueue order (a split cohort's pieces keep their parent's)
+  Time release;          // the session's next_release when queued
+  int64_t order;         // the session's admit_order when queued
 };
+
+inline constexpr uint32_t kTaken = ~uint32_t{0};
 
 // Service order; no two live tickets compare equal.
 inline bool earlier(const Ticket& a, const Ticket& b) {
