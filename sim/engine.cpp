@@ -161,11 +161,17 @@ void Engine::on_arrival(Time now) {
     reserved_ += reserve;
   }
 
-  if (now == last_arrival_) shared_arrival_ = true;
+  const bool twin = now == last_arrival_;
+  if (twin && incarnation_[last_arrival_id_] == last_arrival_incarnation_) {
+    sessions_[last_arrival_id_].twin = true;
+  }
   last_arrival_ = now;
   const int64_t id = new_slot();
+  last_arrival_id_ = id;
+  last_arrival_incarnation_ = incarnation_[id];
   Session& s = sessions_[id];
   s.arrival = now;
+  s.twin = twin;
   s.reserve = reserve;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
   s.frames_total = frames;
@@ -219,7 +225,7 @@ int64_t Engine::split(int64_t id, int64_t keep) {
 // A session re-queued right behind an identical cohort whose members were admitted just before it
 // joins that cohort; its slot (and the departure scheduled for it) retire.
 bool Engine::absorb_into_back(int64_t id) {
-  if (!cohorts_ || !shared_arrival_ || ready_.empty()) return false;
+  if (!cohorts_ || !sessions_[id].twin || ready_.empty()) return false;
   const Ticket b = ready_.back();
   Session& c = sessions_[b.id];
   const Session& s = sessions_[id];

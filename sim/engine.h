@@ -73,7 +73,7 @@ class Engine {
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
   [[gnu::always_inline]] void enqueue(int64_t id) {
-    if (cohorts_ && shared_arrival_ && absorb_into_back(id)) return;
+    if (cohorts_ && sessions_[id].twin && absorb_into_back(id)) return;
     ready_.push(ticket(id, next_seq_++));
   }
   Ticket ticket(int64_t id, uint64_t seq) const {
@@ -92,7 +92,7 @@ class Engine {
   }
   // Sessions are visited in release order, which is random in their slots: with many live sessions
   // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead.
-  static constexpr size_t kAhead = 8;
+  static constexpr size_t kAhead = 16;
   void prefetch(int64_t id) const {
     __builtin_prefetch(&sessions_[id]);
     __builtin_prefetch(reinterpret_cast<const char*>(&sessions_[id]) + 64);
@@ -120,10 +120,11 @@ class Engine {
   int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
-  // Only callers arriving at the same instant can ever merge: until two have, the merge check is
-  // skipped (distinct callers never pay for it).
-  bool shared_arrival_ = false;
+  // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
+  // arrival, to mark it when the next one shares its instant.
   Time last_arrival_ = kNever;
+  int64_t last_arrival_id_ = 0;
+  uint32_t last_arrival_incarnation_ = 0;
   // vllm_v1: vLLM's scheduler owns the steps and the blocks (in pool_); null for the frame
   // scheduler.
   std::unique_ptr<VllmScheduler> vllm_;
