@@ -460,8 +460,14 @@ int64_t Engine::choose_batch(Time now) {
     const int64_t need = total - s.held;
     if (s.count == 1 && need >= 0 && need <= pool_.free() && !s.stalled &&
         s.state == Session::State::kLive && batch_members_ < max_batch_) {
-      pool_.try_allocate(need);
+      pool_.allocate_fitting(need);
       s.held = total;
+      s.in_step = true;
+      ++batch_members_;
+      batch_.push_back(t);
+      passes_.add(1, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
+                  s.recompute > 0 ? 0 : cached_visible(s.ctx, w), n_out, w);
+      return true;
     } else {
       const int64_t room = max_batch_ - batch_members_;
       if (s.count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
@@ -595,7 +601,10 @@ void Engine::on_step_done(Time now) {
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
       s.next_release = jitter ? release_time(s, s.next_frame) : s.next_release + period;
-      enqueue(t.id);
+      // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
+      if (!(cohorts_ && s.twin && absorb_into_back(t.id))) {
+        ready_.push({t.id, t.incarnation, next_seq_++, s.next_release, s.admit_order});
+      }
     }
   }
   pool_.release(freed);
