@@ -33,6 +33,13 @@ class BlockCounter {
     return true;
   }
 
+  // try_allocate for a count the caller has checked: 0 <= n <= free().
+  void allocate_fitting(int64_t n) {
+    used_ += n;
+    allocated_ += n;
+    if (used_ > peak_) peak_ = used_;
+  }
+
   void release(int64_t n) {
     check(n >= 0 && n <= used_, "release of more blocks than are in use");
     used_ -= n;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/step_time.h"
@@ -91,7 +92,7 @@ RunResult Engine::run() {
   while (!events_.empty() && events_.top().time <= horizon_) {
     const Event e = events_.pop();
     ledger_.sample_until(e.time, sessions_, [this] { return gauges(); });
-    switch (e.kind) {
+    switch (e.kind()) {
       case EventKind::kDeparture:
         if (incarnation_[e.target] == e.incarnation) on_departure(e.target);
         break;
@@ -165,16 +166,23 @@ void Engine::on_arrival(Time now) {
     reserved_ += reserve;
   }
 
-  if (start == last_arrival_) shared_arrival_ = true;
-  last_arrival_ = start;
   if (spread_) {
     spread_->add(start, 1);
     join_delay_sum_ += start - now;
     join_delay_max_ = std::max(join_delay_max_, start - now);
   }
+  // Identical callers start their clocks at the same instant.
+  const bool twin = start == last_arrival_;
+  if (twin && incarnation_[last_arrival_id_] == last_arrival_incarnation_) {
+    sessions_[last_arrival_id_].twin = true;
+  }
+  last_arrival_ = start;
   const int64_t id = new_slot();
+  last_arrival_id_ = id;
+  last_arrival_incarnation_ = incarnation_[id];
   Session& s = sessions_[id];
   s.arrival = start;
+  s.twin = twin;
   s.reserve = reserve;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
   s.frames_total = frames;
@@ -201,10 +209,13 @@ int64_t Engine::new_slot() {
     free_slots_.pop_back();
   } else {
     id = static_cast<int64_t>(sessions_.size());
+    if (id == std::numeric_limits<int32_t>::max()) {  // tickets name slots in 32 bits
+      throw std::length_error("Engine: more than 2^31 - 1 session slots");
+    }
     sessions_.emplace_back();
     incarnation_.push_back(0);
   }
-  ++incarnation_[id];
+  next_incarnation(id);
   sessions_[id] = Session{};
   return id;
 }
@@ -225,7 +236,7 @@ int64_t Engine::split(int64_t id, int64_t keep) {
 // A session re-queued right behind an identical cohort whose members were admitted just before it
 // joins that cohort; its slot (and the departure scheduled for it) retire.
 bool Engine::absorb_into_back(int64_t id) {
-  if (!cohorts_ || !shared_arrival_ || ready_.empty()) return false;
+  if (!cohorts_ || !sessions_[id].twin || ready_.empty()) return false;
   const Ticket b = ready_.back();
   Session& c = sessions_[b.id];
   const Session& s = sessions_[id];
@@ -236,7 +247,7 @@ bool Engine::absorb_into_back(int64_t id) {
   }
   c.count += s.count;
   sessions_[id].state = Session::State::kGone;
-  ++incarnation_[id];
+  next_incarnation(id);
   free_slots_.push_back(id);
   return true;
 }
@@ -264,11 +275,6 @@ void Engine::on_departure(int64_t id) {
     });
   }
   step_wanted_ = true;
-}
-
-void Engine::enqueue(int64_t id) {
-  if (absorb_into_back(id)) return;
-  ready_.push(ticket(id, next_seq_++));
 }
 
 bool Engine::reserve(const Ticket& t, Time now) {
@@ -389,7 +395,8 @@ int64_t Engine::choose_batch(Time now) {
   if (pool_.released_total() != released_seen_) retry_blocked_ = true;
   released_seen_ = pool_.released_total();
   size_t cursor = retry_blocked_ ? blocked_head_ : blocked_.size();
-  while (batch_members_ < max_batch_) {
+  passes_ = FramePasses{};
+  while (batch_members_ < max_batch_ && cursor < blocked_.size()) {
     purge_ready_front();
     if (pool_.free() == 0) cursor = blocked_.size();
     while (cursor < blocked_.size() && !valid(blocked_[cursor])) ++cursor;
@@ -400,24 +407,40 @@ int64_t Engine::choose_batch(Time now) {
     Ticket t;
     if (from_blocked && (!from_ready || earlier(blocked_[cursor], ready_.front()))) {
       t = blocked_[cursor];
-      blocked_[cursor].incarnation = ~uint64_t{0};  // taken: a tombstone until compaction
+      blocked_[cursor].incarnation = kTaken;  // a tombstone until compaction
       ++cursor;
       ++blocked_dead_;
     } else {
       t = ready_.front();
       ready_.pop_front();
     }
-    const int64_t room = max_batch_ - batch_members_;
-    if (sessions_[t.id].count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
-    if (reserve(t, now)) {
-      sessions_[t.id].in_step = true;
-      batch_members_ += sessions_[t.id].count;
-      batch_.push_back(t);
-    } else {
+    if (!take(t, now)) {
       if (preempt_policy_) {
         kept_.push_back(t);
       } else if (block(t) <= cursor) {
         ++cursor;  // not to be retried in this pass
+      }
+      blocked += sessions_[t.id].count;
+    }
+  }
+  // Once no blocked frame is left to merge (it stays so for the pass: a frame blocked now is put
+  // at or before the cursor), the step takes ready frames from the queue's front alone.
+  while (batch_members_ < max_batch_) {
+    const Ticket* f = ready_.peek();
+    if (f == nullptr) break;
+    if (!valid(*f)) {
+      ready_.pop_front();
+      continue;
+    }
+    if (f->release > now) break;
+    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
+    const Ticket t = *f;
+    ready_.pop_front();
+    if (!take(t, now)) {
+      if (preempt_policy_) {
+        kept_.push_back(t);
+      } else if (block(t) <= cursor) {
+        ++cursor;
       }
       blocked += sessions_[t.id].count;
     }
@@ -432,19 +455,48 @@ int64_t Engine::choose_batch(Time now) {
   return blocked;
 }
 
-// The batch as forward passes: every member ingests its frame (with its prompt first, or its
-// history to recompute after a preemption) over its cached visible keys, then decodes.
-double Engine::pass_seconds() const {
-  FramePasses passes;
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
-    const Session& s = sessions_[batch_[i].id];
-    const int64_t q = n_in_ + (s.next_frame == 0 ? prompt_ : 0) + s.recompute;
-    const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, window_);
-    passes.add(s.count, q, cached, n_out_, window_);
+// Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
+// for, if it gets its blocks. Its forward passes are priced as it joins: every member ingests its
+// frame (with its prompt first, or its history to recompute after a preemption) over its cached
+// visible keys, then decodes. Nothing a later member's admission does changes what a member
+// already taken adds (members are not preempted, split or advanced until the step ends).
+[[gnu::always_inline]] inline bool Engine::take(const Ticket& t, Time now) {
+  // Constants as locals: the stores into the session below would otherwise make the compiler
+  // reload every member they might alias, once per frame.
+  const int64_t n_kv = n_kv_, prompt = prompt_, n_in = n_in_, n_out = n_out_;
+  const kv::Window w = window_;
+  const kv::BlockSize bs = block_size_;
+  {  // the usual case, once per served frame: one live caller whose blocks fit (reserve's outcome)
+    Session& s = sessions_[t.id];
+    const int64_t total = kv::step_blocks(s.ctx, n_kv + (s.next_frame == 0 ? prompt : 0), w, bs);
+    const int64_t need = total - s.held;
+    if (s.count == 1 && need >= 0 && need <= pool_.free() && !s.stalled &&
+        s.state == Session::State::kLive && batch_members_ < max_batch_) {
+      pool_.allocate_fitting(need);
+      s.held = total;
+      s.in_step = true;
+      ++batch_members_;
+      batch_.push_back(t);
+      passes_.add(1, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
+                  s.recompute > 0 ? 0 : cached_visible(s.ctx, w), n_out, w);
+      return true;
+    } else {
+      const int64_t room = max_batch_ - batch_members_;
+      if (s.count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
+      if (!reserve(t, now)) return false;
+    }
   }
-  return passes.seconds(cost_);
+  Session& s = sessions_[t.id];
+  s.in_step = true;
+  batch_members_ += s.count;
+  batch_.push_back(t);
+  const int64_t q = n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute;
+  const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, w);
+  passes_.add(s.count, q, cached, n_out, w);
+  return true;
 }
+
+double Engine::pass_seconds() const { return passes_.seconds(cost_); }
 
 void Engine::start_step(Time now, double seconds) {
   busy_ = true;
@@ -530,26 +582,45 @@ void Engine::on_step_done(Time now) {
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
   if (vllm_) vllm_step_done(now);
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    if (i + kAhead < batch_.size()) prefetch(batch_[i + kAhead].id);
-    const Ticket& t = batch_[i];
-    Session& s = sessions_[t.id];
-    if (incarnation_[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
+  // Nothing in the loop reads the pool or the largest residency: both are summed up after it.
+  int64_t freed = 0;
+  int64_t most_resident = result_.max_resident_blocks_per_session;
+  // Locals for what the loop's stores might alias (see take); nothing in it resizes these vectors.
+  const int64_t n_kv = n_kv_, prompt = prompt_, period = period_;
+  const kv::Window w = window_;
+  const kv::BlockSize bs = block_size_;
+  const bool jitter = jitter_ > 0;
+  Session* const sessions = sessions_.data();
+  const uint32_t* const incarnation = incarnation_.data();
+  const Ticket* const batch = batch_.data();
+  const size_t n = batch_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) prefetch(batch[i + kAhead].id);
+    const Ticket& t = batch[i];
+    Session& s = sessions[t.id];
+    if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
-    s.ctx += n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
+    s.ctx += n_kv + (s.next_frame == 0 ? prompt : 0);
     s.recompute = 0;
-    const int64_t keep = kv::resident_blocks(s.ctx, window_, block_size_);
-    pool_.release((s.held - keep) * s.count);
+    const int64_t keep = kv::resident_blocks(s.ctx, w, bs);
+    if (keep > s.held) throw std::logic_error("Engine: a step left a session more blocks");
+    freed += (s.held - keep) * s.count;
     s.held = keep;
-    result_.max_resident_blocks_per_session =
-        std::max(result_.max_resident_blocks_per_session, keep);
-    ledger_.serve(s.arrival + s.next_frame * period_, now - s.next_release, s.count);
+    most_resident = std::max(most_resident, keep);
+    // Without jitter a frame is released on its schedule (arrival + frame x period).
+    const Time scheduled = jitter ? s.arrival + s.next_frame * period : s.next_release;
+    ledger_.serve(scheduled, now - s.next_release, s.count);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
-      s.next_release = release_time(s, s.next_frame);
-      enqueue(t.id);
+      s.next_release = jitter ? release_time(s, s.next_frame) : s.next_release + period;
+      // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
+      if (!(cohorts_ && s.twin && absorb_into_back(t.id))) {
+        ready_.push({t.id, t.incarnation, next_seq_++, s.next_release, s.admit_order});
+      }
     }
   }
+  pool_.release(freed);
+  result_.max_resident_blocks_per_session = most_resident;
   if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
   batch_.clear();
   step_wanted_ = true;

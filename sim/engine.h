@@ -20,6 +20,7 @@
 #include "sim/admission/admission_controller.h"
 #include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
+#include "sim/cost/pass_shape.h"
 #include "sim/event_queue.h"
 #include "sim/frame_ledger.h"
 #include "sim/phase_spread.h"
@@ -62,6 +63,7 @@ class Engine {
   void summarise_admission();
   void try_start_step(Time now);
   int64_t choose_batch(Time now);
+  bool take(const Ticket& t, Time now);
   double pass_seconds() const;
   void start_step(Time now, double seconds);
   void vllm_start_step(Time now);
@@ -71,12 +73,19 @@ class Engine {
   bool reserve(const Ticket& t, Time now);
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
-  void enqueue(int64_t id);
+  [[gnu::always_inline]] void enqueue(int64_t id) {
+    if (cohorts_ && sessions_[id].twin && absorb_into_back(id)) return;
+    ready_.push(ticket(id, next_seq_++));
+  }
   Ticket ticket(int64_t id, uint64_t seq) const {
     const Session& s = sessions_[id];
-    return {id, incarnation_[id], seq, s.next_release, s.admit_order};
+    return {static_cast<int32_t>(id), incarnation_[id], seq, s.next_release, s.admit_order};
   }
   int64_t new_slot();
+  // A slot's next incarnation; never the tombstone of a taken blocked frame.
+  void next_incarnation(int64_t id) {
+    if (++incarnation_[id] == kTaken) ++incarnation_[id];
+  }
   int64_t split(int64_t id, int64_t keep);
   bool absorb_into_back(int64_t id);
   bool valid(const Ticket& t) const {
@@ -84,7 +93,7 @@ class Engine {
   }
   // Sessions are visited in release order, which is random in their slots: with many live sessions
   // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead.
-  static constexpr size_t kAhead = 8;
+  static constexpr size_t kAhead = 16;
   void prefetch(int64_t id) const {
     __builtin_prefetch(&sessions_[id]);
     __builtin_prefetch(reinterpret_cast<const char*>(&sessions_[id]) + 64);
@@ -112,10 +121,11 @@ class Engine {
   int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
-  // Only callers arriving at the same instant can ever merge: until two have, the merge check is
-  // skipped (distinct callers never pay for it).
-  bool shared_arrival_ = false;
+  // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
+  // arrival, to mark it when the next one shares its instant.
   Time last_arrival_ = kNever;
+  int64_t last_arrival_id_ = 0;
+  uint32_t last_arrival_incarnation_ = 0;
   // vllm_v1: vLLM's scheduler owns the steps and the blocks (in pool_); null for the frame
   // scheduler.
   std::unique_ptr<VllmScheduler> vllm_;
@@ -127,12 +137,15 @@ class Engine {
 
   EventQueue events_;
   std::vector<Session> sessions_;
-  std::vector<uint64_t> incarnation_;
+  // 32 bits, as in the tickets (a ticket is 32 bytes): a slot would have to be reused 2^32 times
+  // while a stale ticket for it waits in a queue to be mistaken for a live one.
+  std::vector<uint32_t> incarnation_;
   std::vector<int64_t> free_slots_;
   ReadyQueue ready_;                    // sessions waiting for their next frame
   std::vector<Admission> admit_stack_;  // admission order, for preempting the newest
   std::vector<Ticket> batch_;           // sessions in the running step
   std::vector<Ticket> kept_;            // scratch: ready sessions the step could not take
+  FramePasses passes_;                  // the forward passes of batch_
   // Frames that could not get blocks (stall policy), out of the ready queue until blocks are freed:
   // retrying them on every step would make a stalled engine quadratic in its sessions.
   std::vector<Ticket> blocked_;  // in service order

@@ -106,7 +106,18 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
   for (size_t i = 0; i < calls.size(); ++i) frames[i] = f.frames(calls[i], horizon);
   const Time t0 = calls.front().arrival;
   size_t arrived = 0;
-  std::vector<size_t> alive;
+  // Alive calls in arrival order, each with the latest frame it released before the current
+  // window's end before the cap at its last frame: one more each window (no division per call).
+  struct Alive {
+    size_t i;
+    int64_t k;
+  };
+  std::vector<Alive> alive;
+  // Unbounded KV holds ceil((prompt + (m + 1) n_kv) / block) blocks at frame m, at most that over
+  // the block size plus one: from the sum of the k's, a bound on the window's bound in O(1), which
+  // skips the exact sum in the windows where even it stays within the pool.
+  const bool linear = f.window.unbounded();
+  int64_t k_sum = 0;  // within int64: alive calls x frames
   struct Change {
     Time t;
     int kind;  // 0 departure, 1 release
@@ -116,19 +127,35 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
   std::vector<Change> changes;
   for (Time start = t0; start <= horizon; start += f.period) {
     const Time end = start + f.period;
-    while (arrived < calls.size() && calls[arrived].arrival < end) alive.push_back(arrived++);
+    while (arrived < calls.size() && calls[arrived].arrival < end) {
+      alive.push_back({arrived, kv::ceil_div(end - calls[arrived].arrival, f.period) - 1});
+      k_sum += alive.back().k;
+      ++arrived;
+    }
+    bool within = false;
+    if (linear) {  // on overflow, the exact sum decides
+      const int64_t n_alive = static_cast<int64_t>(alive.size());
+      int64_t a = 0, b = 0, tokens = 0;
+      if (!__builtin_mul_overflow(n_alive, f.prompt + f.n_kv, &a) &&
+          !__builtin_mul_overflow(k_sum, f.n_kv, &b) && !__builtin_add_overflow(a, b, &tokens)) {
+        within = f.block_size.div(tokens) + n_alive <= num_blocks;
+      }
+    }
     // Upper bound over the window: every session present in it at its latest frame.
     int64_t bound = 0;
-    for (size_t i : alive) {
-      const int64_t m = f.latest_before(calls[i], end, frames[i]);
-      if (m >= 0) bound += f.blocks_at_frame(m);
+    if (!within) {
+      for (const Alive& a : alive) {
+        const int64_t m = std::min(frames[a.i] - 1, a.k);  // f.latest_before(calls[i], end, ...)
+        if (m >= 0) bound += f.blocks_at_frame(m);
+      }
     }
     if (bound > num_blocks) {
       // Exact sweep of this window in event order.
       int64_t demand = 0;
       changes.clear();
       std::vector<int64_t> held(calls.size(), 0);
-      for (size_t i : alive) {
+      for (const Alive& a : alive) {
+        const size_t i = a.i;
         if (calls[i].end <= start) continue;
         const int64_t m = f.latest_before(calls[i], start, frames[i]);  // released before start
         if (m >= 0) held[i] = f.blocks_at_frame(m), demand += held[i];
@@ -158,7 +185,13 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
         }
       }
     }
-    std::erase_if(alive, [&](size_t i) { return calls[i].end != kNever && calls[i].end < end; });
+    std::erase_if(alive, [&](const Alive& a) {
+      const bool gone = calls[a.i].end != kNever && calls[a.i].end < end;
+      if (gone) k_sum -= a.k;
+      return gone;
+    });
+    for (Alive& a : alive) ++a.k;
+    k_sum += static_cast<int64_t>(alive.size());
     if (alive.empty() && arrived == calls.size()) break;
   }
   return std::nullopt;

@@ -115,7 +115,7 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
     const int64_t padded = std::max<int64_t>(0, series_silent - series_silent_at_last_);
     series_due_at_last_ = series_due;
     series_silent_at_last_ = series_silent;
-    fill_interval_stats(x, interval_answered_, interval_true_, padded, to_seconds(silence_after_),
+    fill_interval_stats(x, interval_answered_, interval_true(), padded, to_seconds(silence_after_),
                         to_seconds(deadline_));
     x.admission_cap = g.cap == kNoCap ? -1 : g.cap;
     x.sessions_rejected = interval_rejected_;
@@ -140,7 +140,7 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
 }
 
 void FrameLedger::fold_interval() {
-  result_.true_latency.merge(interval_true_);
+  result_.true_latency.merge(interval_true());
   result_.reported_latency.merge(interval_answered_);
   if (interval_late_ > 0) result_.reported_latency.add(to_seconds(silence_after_), interval_late_);
   result_.frames_served += interval_.frames_served;
@@ -150,6 +150,7 @@ void FrameLedger::fold_interval() {
   interval_ = Sample{};
   interval_answered_.clear();
   interval_true_.clear();
+  true_split_ = false;
   interval_late_ = 0;
   interval_rejected_ = 0;
 }

@@ -47,14 +47,16 @@ class FrameLedger {
     if (observer_) by_deadline(scheduled + silence_after_, latency, count);
     const double latency_s = to_seconds(latency);
     const int bin = LatencyHistogram::bin_of(latency_s);
-    interval_true_.add_bin(bin, latency_s, count);
     interval_.frames_served += count;
     if (latency <= deadline_) interval_.frames_on_time += count;
     if (latency <= silence_after_) {
       interval_answered_.add_bin(bin, latency_s, count);
+      if (true_split_) interval_true_.add_bin(bin, latency_s, count);
       if (control_on_) control_hist_.add_bin(bin, latency_s, count);
       if (latency > deadline_) result_.frames_reported_late += count;
     } else {
+      split_true();
+      interval_true_.add_bin(bin, latency_s, count);
       late_or_lost_ += count;
       interval_late_ += count;
       if (silence_after_ > deadline_) result_.frames_reported_late += count;
@@ -115,7 +117,19 @@ class FrameLedger {
   int64_t silent_at_last_sample_ = 0;
   Sample interval_;
   LatencyHistogram interval_answered_;  // reported latency of frames answered in time
+  // True latency of the interval's frames. Until a frame comes after silence_after_s it would hold
+  // exactly what interval_answered_ holds (the same adds in the same order), so it is only filled
+  // from then on (split_true): one histogram add per frame on the usual path.
   LatencyHistogram interval_true_;
+  bool true_split_ = false;
+  void split_true() {
+    if (true_split_) return;
+    interval_true_.merge(interval_answered_);  // into an empty one: an exact copy
+    true_split_ = true;
+  }
+  const LatencyHistogram& interval_true() const {
+    return true_split_ ? interval_true_ : interval_answered_;
+  }
   int64_t interval_late_ = 0;  // frames served after silence_after_s in the interval
   int64_t interval_rejected_ = 0;
   // The time series counts a frame answered in time in the interval holding its silence deadline,

@@ -20,12 +20,14 @@
 namespace metronome {
 
 struct Ticket {  // a reference to a session slot that survives the slot's reuse
-  int64_t id;
-  uint64_t incarnation;
-  uint64_t seq;   // enqueue order (a split cohort's pieces keep their parent's)
-  Time release;   // the session's next_release when queued
-  int64_t order;  // the session's admit_order when queued
+  int32_t id;
+  uint32_t incarnation;  // kTaken: a tombstone
+  uint64_t seq;          // enqueue order (a split cohort's pieces keep their parent's)
+  Time release;          // the session's next_release when queued
+  int64_t order;         // the session's admit_order when queued
 };
+
+inline constexpr uint32_t kTaken = ~uint32_t{0};
 
 // Service order; no two live tickets compare equal.
 inline bool earlier(const Ticket& a, const Ticket& b) {
@@ -39,6 +41,11 @@ class ReadyQueue {
   bool empty() const { return ring_.empty() && heap_.empty(); }
   size_t size() const { return ring_.size() + heap_.size(); }
   const Ticket& front() const { return from_heap() ? heap_.front() : ring_.front(); }
+  // The front ticket, or null when empty.
+  const Ticket* peek() const {
+    if (from_heap()) return &heap_.front();
+    return ring_.empty() ? nullptr : &ring_.front();
+  }
   // The session k places behind the ring's front (a prefetch hint), or -1.
   int64_t id_ahead(size_t k) const { return k < ring_.size() ? ring_[k].id : -1; }
   // The last in service order (every ticket in the heap sorts before the ring's back).

@@ -38,16 +38,17 @@ class RingQueue {
 
  private:
   void grow_if_full() {
-    if (size_ < buf_.size()) return;
+    if (size_ < capacity_) return;
     std::vector<T> bigger(buf_.empty() ? 64 : 2 * buf_.size());
     for (size_t i = 0; i < size_; ++i) bigger[i] = (*this)[i];
     buf_ = std::move(bigger);
     head_ = 0;
     mask_ = buf_.size() - 1;
+    capacity_ = buf_.size();
   }
 
   std::vector<T> buf_;
-  size_t head_ = 0, size_ = 0, mask_ = 0;
+  size_t head_ = 0, size_ = 0, mask_ = 0, capacity_ = 0;
 };
 
 }  // namespace metronome

@@ -7,7 +7,15 @@ namespace metronome {
 
 RooflineCostModel::RooflineCostModel(const ModelConfig& model, const GpuConfig& gpu,
                                      double step_overhead_s)
-    : model_(model), gpu_(gpu), overhead_s_(step_overhead_s) {}
+    : model_(model),
+      gpu_(gpu),
+      overhead_s_(step_overhead_s),
+      dense_params_(model.dense_params()),
+      expert_params_(model.expert_params()),
+      active_params_(model.active_params_per_token()),
+      kv_bytes_per_token_(static_cast<double>(model.kv_bytes_per_token())),
+      attention_width_(static_cast<double>(model.layers * model.attention_heads * model.head_dim)) {
+}
 
 double RooflineCostModel::experts_touched(int64_t tokens) const {
   if (!model_.moe() || tokens <= 0) return 0;
@@ -19,18 +27,15 @@ double RooflineCostModel::experts_touched(int64_t tokens) const {
 double RooflineCostModel::pass_bytes(const PassShape& s) const {
   const double bpp = model_.weight_bytes_per_param;
   const double weights =
-      bpp * (model_.dense_params() + static_cast<double>(model_.layers) *
-                                         experts_touched(s.query_tokens) * model_.expert_params());
-  const double kv = static_cast<double>(model_.kv_bytes_per_token()) *
-                    static_cast<double>(s.kv_read_tokens + s.query_tokens);
+      bpp * (dense_params_ +
+             static_cast<double>(model_.layers) * experts_touched(s.query_tokens) * expert_params_);
+  const double kv = kv_bytes_per_token_ * static_cast<double>(s.kv_read_tokens + s.query_tokens);
   return weights + kv;
 }
 
 double RooflineCostModel::pass_flops(const PassShape& s) const {
-  const double gemm = 2.0 * model_.active_params_per_token() * static_cast<double>(s.query_tokens);
-  const double attn =
-      4.0 * static_cast<double>(model_.layers * model_.attention_heads * model_.head_dim) *
-      s.qk_pairs;
+  const double gemm = 2.0 * active_params_ * static_cast<double>(s.query_tokens);
+  const double attn = 4.0 * attention_width_ * s.qk_pairs;
   return gemm + attn;
 }
 

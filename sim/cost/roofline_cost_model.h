@@ -28,6 +28,8 @@ class RooflineCostModel final : public CostModel {
   ModelConfig model_;
   GpuConfig gpu_;
   double overhead_s_;
+  // The model's sizes, computed once: every engine step prices one or two passes.
+  double dense_params_, expert_params_, active_params_, kv_bytes_per_token_, attention_width_;
 };
 
 }  // namespace metronome
