@@ -734,10 +734,10 @@ double Engine::settled_latency(double observed) const {
       static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
   const int64_t newcomers = admitted - live_;
   if (spread_) {
-    // Newcomers join where the engine will put them: each in the then widest gap.
+    // Newcomers join where the engine will put them.
     PhaseSpread spread = *spread_;
     for (int64_t j = 0; j < newcomers; ++j) {
-      const Time start = spread.phases() == 0 ? 0 : spread.target();
+      const Time start = spread.target();
       spread.add(start, 1);
       settled.push_back({start, 1, settled_cached});
     }

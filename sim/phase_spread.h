@@ -1,17 +1,14 @@
 // Phase-aware joining (admission.join "spread"): where in the frame period a new caller's frame
 // clock starts. Callers' frames recur every period at their own phase, so a run's phases are one
 // draw that stays for the whole call: a bunched draw makes long steps for as long as those callers
-// stay, and no controller can undo it without evicting. Starting each new caller's clock in the
-// middle of the widest gap between the live callers' phases keeps them close to evenly spread, the
-// regime the deadline cap is probed at, for a join delay under one period.
+// stay, and no controller can undo it without evicting. Here the period has kSlots equal slots,
+// filled in bit-reversed order (0, 1/2, 1/4, 3/4, 1/8, ...: any first n of them are spread within
+// a factor of two of evenly), each new caller taking the first of the least loaded; a departure's
+// slot comes back in that order. The price is a join delay under one period.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <iterator>
-#include <map>
-#include <set>
-#include <utility>
+#include <vector>
 
 #include "sim/time.h"
 
@@ -19,77 +16,46 @@ namespace metronome {
 
 class PhaseSpread {
  public:
-  explicit PhaseSpread(Time period) : period_(period) {}
+  static constexpr int kBits = 10;
+  static constexpr int64_t kSlots = int64_t{1} << kBits;  // 78 us apart at an 80 ms period
 
-  // The start of the frame clock of a caller admitted at `now`: the middle of the widest gap (the
-  // earliest of equals), or `now` when no caller is live.
+  // period >= kSlots nanoseconds (the scenario checks), so every slot has its own phase.
+  explicit PhaseSpread(Time period) : period_(period), load_(kSlots, 0) {}
+
+  // The start of the frame clock of a caller admitted at `now`: the next instant at the phase of
+  // target().
   Time place(Time now) const {
-    if (phases_.empty()) return now;
     Time delay = target() - now % period_;
     if (delay < 0) delay += period_;
     return now + delay;
   }
-  // The phase place() aims at; phases_ must not be empty.
+  // The phase of the first slot, in fill order, among the least loaded.
   Time target() const {
-    const auto& [len, start] = *gaps_.begin();
-    return (start + len / 2) % period_;
+    int64_t best = 0;
+    for (int64_t i = 1; i < kSlots; ++i) {
+      if (load_[static_cast<size_t>(reversed(i))] < load_[static_cast<size_t>(reversed(best))]) {
+        best = i;
+      }
+    }
+    return start_of(reversed(best));
   }
 
-  void add(Time start, int64_t count) {
-    const Time p = start % period_;
-    if (auto [it, fresh] = phases_.try_emplace(p, count); !fresh) {
-      it->second += count;
-      return;
-    }
-    if (phases_.size() == 1) {
-      gaps_.insert({period_, p});
-      return;
-    }
-    const auto [a, b] = neighbours(p);
-    gaps_.erase({gap(a, b), a});
-    gaps_.insert({gap(a, p), a});
-    gaps_.insert({gap(p, b), p});
-  }
-
-  void remove(Time start, int64_t count) {
-    const Time p = start % period_;
-    const auto it = phases_.find(p);
-    if (it == phases_.end() || (it->second -= count) > 0) return;
-    if (phases_.size() == 1) {
-      phases_.clear();
-      gaps_.clear();
-      return;
-    }
-    const auto [a, b] = neighbours(p);
-    gaps_.erase({gap(a, p), a});
-    gaps_.erase({gap(p, b), p});
-    phases_.erase(it);
-    gaps_.insert({gap(a, b), a});
-  }
-
-  size_t phases() const { return phases_.size(); }
+  void add(Time start, int64_t count) { load_[slot_of(start)] += count; }
+  void remove(Time start, int64_t count) { load_[slot_of(start)] -= count; }
+  int64_t load_at(Time phase) const { return load_[slot_of(phase)]; }
 
  private:
-  // The gap from phase a forward to phase b (a whole period when they are the same phase).
-  Time gap(Time a, Time b) const { return b > a ? b - a : b - a + period_; }
-  // The live phases before and after p on the circle (p itself excluded).
-  std::pair<Time, Time> neighbours(Time p) const {
-    auto it = phases_.find(p);
-    const Time before = it == phases_.begin() ? phases_.rbegin()->first : std::prev(it)->first;
-    const auto next = std::next(it);
-    const Time after = next == phases_.end() ? phases_.begin()->first : next->first;
-    return {before, after};
+  static int64_t reversed(int64_t i) {
+    int64_t r = 0;
+    for (int b = 0; b < kBits; ++b) r |= ((i >> b) & 1) << (kBits - 1 - b);
+    return r;
   }
-
-  struct Wider {  // widest first, then earliest start: one deterministic order
-    bool operator()(const std::pair<Time, Time>& x, const std::pair<Time, Time>& y) const {
-      return x.first != y.first ? x.first > y.first : x.second < y.second;
-    }
-  };
+  // Slot k starts at ceil(k T / kSlots); every phase in [start_of(k), start_of(k + 1)) is slot k.
+  Time start_of(int64_t k) const { return (k * period_ + kSlots - 1) / kSlots; }
+  size_t slot_of(Time t) const { return static_cast<size_t>((t % period_) * kSlots / period_); }
 
   Time period_;
-  std::map<Time, int64_t> phases_;               // live callers' phases -> callers
-  std::set<std::pair<Time, Time>, Wider> gaps_;  // (length, start) of the gap after each phase
+  std::vector<int64_t> load_;  // live callers whose clock starts in each slot
 };
 
 }  // namespace metronome

@@ -447,6 +447,12 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
                       "blocks: windowed KV, or unbounded KV with workload.duration.type \"fixed\" "
                       "(random call lengths are unknown at admission); use \"auto\" or \"off\"");
   }
+  if (s.admission.join == "spread" &&
+      !(s.workload.frame_period_s >= 1.024e-6 && s.workload.frame_period_s <= 1e6)) {
+    throw ConfigError(source +
+                      ": workload.frame_period_s: expected 1.024 us to 1e6 s with admission.join "
+                      "\"spread\" (1024 phase slots per period)");
+  }
   if (s.engine.scheduler == "vllm_v1" && s.workload.frame_jitter_s > 0) {
     throw ConfigError(source +
                       ": workload.frame_jitter_s: expected 0 with engine.scheduler "

@@ -1,5 +1,6 @@
-// Phase-aware joining (sim/phase_spread.h): each new caller goes to the middle of the widest gap
-// between live phases, so 2^k callers are exactly evenly spread, and a departure reopens its gap.
+// Phase-aware joining (sim/phase_spread.h): new callers take slots of the period in bit-reversed
+// order, so 2^k callers are exactly evenly spread and any n within a factor of two, and a departure
+// gives its slot back first.
 // In the engine, callers all arriving at once and spread this way run exactly as callers arriving
 // at those phases do.
 #include "sim/phase_spread.h"
@@ -24,50 +25,56 @@ void expect_same(const LatencyHistogram& a, const LatencyHistogram& b) {
   for (double p : {0.1, 0.5, 0.9, 0.99, 1.0}) EXPECT_EQ(a.percentile(p), b.percentile(p)) << p;
 }
 
-TEST(PhaseSpread, TheFirstCallerStartsOnArrivalAndTheNextHalveTheWidestGap) {
+TEST(PhaseSpread, SlotsFillInBitReversedOrder) {
   PhaseSpread p(kPeriod);
   const Time now = 3 * kPeriod + 7'000'000;  // 7 ms into a period
-  EXPECT_EQ(p.place(now), now);
-  p.add(now, 1);
-  // One phase: the widest gap is the whole period, its middle half a period on.
-  EXPECT_EQ(p.place(now), now + kPeriod / 2);
-  p.add(now + kPeriod / 2, 1);
-  // Two gaps of T/2: the earlier-starting one (at 7 ms) is split, at 27 ms.
-  EXPECT_EQ(p.place(now) % kPeriod, 27'000'000);
-}
-
-TEST(PhaseSpread, PowersOfTwoAreEvenlySpreadWhateverTheArrivals) {
-  PhaseSpread p(kPeriod);
-  std::vector<Time> phases;
-  Time now = 0;
-  for (int i = 0; i < 16; ++i) {
-    now += 1'234'567 * (i + 1);  // arrivals at irregular instants
-    const Time start = p.place(now);
-    EXPECT_GE(start, now);
-    EXPECT_LT(start - now, kPeriod);  // the join delay stays under one period
-    p.add(start, 1);
-    phases.push_back(start % kPeriod);
+  // Phase 0 first: the rest of this period, 73 ms on.
+  EXPECT_EQ(p.place(now), 4 * kPeriod);
+  for (Time phase : {Time{0}, kPeriod / 2, kPeriod / 4, 3 * kPeriod / 4, kPeriod / 8}) {
+    EXPECT_EQ(p.place(now) % kPeriod, phase);
+    p.add(p.place(now), 1);
   }
-  std::sort(phases.begin(), phases.end());
-  for (size_t k = 1; k < phases.size(); ++k) EXPECT_EQ(phases[k] - phases[k - 1], kPeriod / 16);
+  EXPECT_EQ(p.target(), 5 * kPeriod / 8);
 }
 
-TEST(PhaseSpread, ADepartureReopensItsGap) {
+TEST(PhaseSpread, AnyFirstNAreSpreadWithinAFactorOfTwoWhateverTheArrivals) {
+  for (int n : {16, 24, 100, 156, 1000}) {
+    PhaseSpread p(kPeriod);
+    std::vector<Time> phases;
+    Time now = 0;
+    for (int i = 0; i < n; ++i) {
+      now += 1'234'567 * (i % 7 + 1);  // arrivals at irregular instants
+      const Time start = p.place(now);
+      EXPECT_GE(start, now);
+      EXPECT_LT(start - now, kPeriod);  // the join delay stays under one period
+      p.add(start, 1);
+      phases.push_back(start % kPeriod);
+    }
+    std::sort(phases.begin(), phases.end());
+    Time widest = phases.front() + kPeriod - phases.back(), narrowest = widest;
+    for (size_t k = 1; k < phases.size(); ++k) {
+      widest = std::max(widest, phases[k] - phases[k - 1]);
+      narrowest = std::min(narrowest, phases[k] - phases[k - 1]);
+    }
+    EXPECT_LE(widest, 2 * narrowest + 1) << n;  // 1 ns: slot starts are rounded up
+    if ((n & (n - 1)) == 0) EXPECT_EQ(widest, kPeriod / n) << n;  // powers of two: evenly
+  }
+}
+
+TEST(PhaseSpread, ADepartureGivesItsSlotBackInFillOrder) {
   PhaseSpread p(kPeriod);
   for (Time t : {Time{0}, kPeriod / 2, kPeriod / 4, 3 * kPeriod / 4}) p.add(t, 1);
   p.remove(kPeriod / 4, 1);
-  // The gap from 0 to T/2 is whole again and the widest: the next caller goes back to T/4.
-  EXPECT_EQ(p.place(kPeriod) % kPeriod, kPeriod / 4);
-  // A phase held by two callers stays until both leave.
+  EXPECT_EQ(p.target(), kPeriod / 4);  // before 1/8, which comes next in fill order
+  // A slot held by two callers stays loaded until both leave.
   p.add(kPeriod / 4, 2);
   p.remove(kPeriod / 4, 1);
-  EXPECT_EQ(p.phases(), 4u);
-  p.remove(kPeriod / 4, 1);
-  EXPECT_EQ(p.phases(), 3u);
+  EXPECT_EQ(p.load_at(kPeriod / 4), 1);
+  EXPECT_EQ(p.target(), kPeriod / 8);
 }
 
-// 8 callers arriving together and spread land at k x T/8, each in its first period: the same
-// starts as 8 callers arriving every T/8, so every frame is served at the same instant.
+// 8 callers arriving together at t = 0 and spread land at k x T/8, each in its first period: the
+// same starts as 8 callers arriving every T/8, so every frame is served at the same instant.
 TEST(PhaseSpread, SpreadCallersRunAsCallersArrivingAtThosePhases) {
   const std::vector<std::string> common = {
       "horizon_s=20", "workload.duration={\"type\":\"fixed\",\"seconds\":100}"};
