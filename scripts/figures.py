@@ -936,8 +936,8 @@ def report(d, w, quick, figs, started):
                    and p["grid.kv_policy.sink_tokens"] == st)
         cap = f"fig7/window_sink/W{wt}_S{st}.capacity.json#/capacity/"
         t.row(f"Moshi AIMD N* across seeds, W = {wt}, S = {st}: median (min to max); runs flagged "
-              "of runs; memory cap; deadline cap evenly spread; at random phases, median "
-              "(min to max) of draws", "-",
+              "of runs; memory cap; deadline cap evenly spread; under the scenario's Poisson "
+              "arrivals and spread joins, median (min to max) of draws", "-",
               "{:g} ({:g} to {:g}); {} of {}; {}; {}; {} ({} to {})",
               [f"{agg}#/{idx}/n_star_median", f"{agg}#/{idx}/n_star_min",
                f"{agg}#/{idx}/n_star_max", f"{agg}#/{idx}/admission_flagged_runs",
@@ -1084,14 +1084,16 @@ def report(d, w, quick, figs, started):
         "(0.1625 of the frame, `workloads.json`), where the deadline binds below the memory cap "
         "as in the paper; the raw roofline's 10 ms gave about the same caps.",
         "- AIMD's N* against the caps (figure 7 rows): the controller stops raising the cap once "
-        "the signal reaches its hold band (0.88-0.9 x D) or its forecast of the settled regime "
-        "reaches the band's middle, below the probe's 0.9 x D, so N* sits under the deadline cap "
-        "by that margin; the p95-vs-sessions curve is flat (two steps of a weight-bound pass), so "
-        "a small latency margin is many sessions. With long windows few sessions fit and each "
-        "run's caller phases are one random draw: a draw that bunches callers makes long steps "
-        "(the random-phase cap's range), so N* spreads across seeds, and a draw whose settled "
-        "tail crosses D after admission is flagged `missed_deadlines` (admitted callers are "
-        "never evicted; the calls outlast the run).",
+        "the signal or its forecast of the settled regime reaches low_fraction x D (0.88), below "
+        "the probe's 0.9 x D, so N* sits under the deadline cap by that margin; the "
+        "p95-vs-sessions curve is flat (two steps of a weight-bound pass), so a small latency "
+        "margin is many sessions. Spread joins (`admission.join`) put callers' phases in "
+        "bit-reversed slots, within a factor of two of evenly spread, which costs a little "
+        "against the evenly spread probe; every seed then sees the same phases, so N* does not "
+        "move across seeds. With joins on arrival (the rows that say so) each run's phases are "
+        "one random draw that stays for the whole call: with long windows few sessions fit, a "
+        "draw that bunches callers makes long steps once settled, and the controller, which "
+        "never evicts, stops early (the low end of those ranges).",
         "- Capacity: with the windows of `workloads.json` the deadline binds for Moshi, as in the "
         "paper, while the Omni models (cheaper per session on the roofline) are bound by memory; "
         "figure 7 shows how the window and sinks move both caps.",

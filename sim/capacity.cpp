@@ -169,19 +169,20 @@ std::string capacity_text(const Scenario& s, const CapacityReport& c) {
   } else {
     out += fmt::format("memory cap    {} sessions (windowed: fixed)\n", c.memory_cap);
   }
+  const std::string drawn_phases = s.admission.join == "spread" ? "spread joins" : "random phases";
   out += fmt::format(
       "deadline cap  {} sessions (reported p95 <= {:.2f} x {:.1f} ms after a {:.0f} s "
       "probe, {}; {} simulated runs)\n",
       c.deadline_cap, c.fraction, s.workload.deadline() * 1e3, c.probe_s,
       c.random_phases
           ? (c.phase_draws == 1
-                 ? fmt::format("callers evenly spread over a frame period; {} at the random "
-                               "phases of one draw of Poisson callers",
-                               c.deadline_cap_random)
+                 ? fmt::format("callers evenly spread over a frame period; {} at the {} of "
+                               "one draw of Poisson callers",
+                               c.deadline_cap_random, drawn_phases)
                  : fmt::format("callers evenly spread over a frame period; {} (median; {} to {}) "
-                               "at the random phases of {} draws of Poisson callers",
+                               "at the {} of {} draws of Poisson callers",
                                c.deadline_cap_random, c.deadline_cap_random_min,
-                               c.deadline_cap_random_max, c.phase_draws))
+                               c.deadline_cap_random_max, drawn_phases, c.phase_draws))
           : std::string("callers evenly spread over a frame period"),
       c.probes);
   out += fmt::format("binding       {} ({} sessions)\n", c.binding,

@@ -732,7 +732,12 @@ double Engine::settled_latency(double observed) const {
   const int64_t admitted =
       (cap == kNoCap ? live_ : std::max(live_, cap)) +
       static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
-  const int64_t newcomers = admitted - live_;
+  // The memory guard will refuse callers past the memory cap, so none of them is forecast.
+  const int64_t newcomers =
+      std::max<int64_t>(0, (memory_guard_ && window_reserve_ > 0
+                                ? std::min(admitted, pool_.capacity() / window_reserve_)
+                                : admitted) -
+                               live_);
   if (spread_) {
     // Newcomers join where the engine will put them.
     PhaseSpread spread = *spread_;
