@@ -4,25 +4,7 @@
 # nearest valid name, exit status 2 for every usage error, replay that needs --scenario.
 #   new_user_cli_test.sh <metronome binary> <source dir>
 set -u
-bin=$(realpath "$1")
-src=$(realpath "$2")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
-# expect_error <regex> <args...>: exit 2, stderr matching the regex, nothing on stdout.
-expect_error() {
-  local want=$1
-  shift
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne 2 ]] || ! grep -Eq -- "$want" "$tmp/err" || [[ -s "$tmp/out" ]]; then
-    fail "metronome $* -> rc=$rc, stderr: $(head -c 600 "$tmp/err")"
-  fi
-}
+source "$(dirname "$0")/cli_lib.sh"
 # expect_no <regex> <args...>: stderr must not match (after the command ran, whatever its status).
 expect_not() {
   local bad=$1
@@ -104,8 +86,4 @@ got=$(blocks --set workload.tokens_per_s_per_session=12.5)
   /usr/bin/python3 -c 'import json,sys; w=json.load(sys.stdin)["scenario"]["workload"]; assert w["kv_tokens_per_frame"] == 2, w' ||
   fail "tokens_per_s_per_session=25 at 80 ms is 2 tokens per frame"
 
-if ((fails)); then
-  echo "$fails failure(s)"
-  exit 1
-fi
-echo "new-user CLI checks passed"
+finish "new-user CLI"

@@ -5,25 +5,7 @@
 # max_num_seqs and kv_cache_dtype with their aliases, conflicts and bad values (exit 2).
 #   outputs_cli_test.sh <metronome binary> <source dir>
 set -u
-bin=$(realpath "$1")
-src=$(realpath "$2")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
-# expect_error <regex> <args...>: exit 2, stderr matching the regex, nothing on stdout.
-expect_error() {
-  local want=$1
-  shift
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne 2 ]] || ! grep -Eq -- "$want" "$tmp/err" || [[ -s "$tmp/out" ]]; then
-    fail "metronome $* -> rc=$rc, want exit 2 and /$want/; stderr: $(head -c 600 "$tmp/err")"
-  fi
-}
+source "$(dirname "$0")/cli_lib.sh"
 py=/usr/bin/python3
 
 # --- Rounding: the default scenario's t_sat printed 55.040000000000006 before the rule.
@@ -214,8 +196,4 @@ expect_error "fp8.json.*engine.kv_cache_dtype \"fp8\" stores 1 byte " \
 [[ $(blocks --scenario "$tmp/fp8run/scenario.json") == $(blocks --scenario "$tmp/fp8.json") ]] ||
   fail "the resolved scenario of an fp8 run does not reload to the same pool"
 
-if [[ $fails -gt 0 ]]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "outputs: all checks passed"
+finish "outputs"
