@@ -3,7 +3,8 @@
 //     unbounded and windowed, whose identical callers run as cohorts;
 //   - the windowed canonical with distinct callers (Poisson arrivals within the first 3 s: random
 //     phases, nothing merges), 6.75 million frames;
-//   - many distinct windowed sessions arriving as a Poisson stream (10k, 100k and 1M), where arrivals
+//   - many distinct windowed sessions arriving as a Poisson stream (10k, 100k and 1M), where
+//   arrivals
 //     land in the middle of the ready queue;
 //   - seeds of figure 4's Poisson unbounded Moshi scenario as a sweep runs them (simulation plus
 //   the

@@ -78,6 +78,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
   memory_guard_ = s.admission.memory_guard == "on" ||
                   (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
+  if (memory_guard_ && window_reserve_ > 0) memory_cap_ = pool_.capacity() / window_reserve_;
   if (s.admission.join == "spread") spread_.emplace(period_);
   control_true_ = s.admission.control_loop().signal == "true";
   control_period_ = std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s));
@@ -671,7 +672,7 @@ void Engine::summarise_admission() {
   a.final_cap = cap;
   a.max_cap = std::max(a.initial_cap, max_cap_seen_);
   a.memory_guard = memory_guard_;
-  if (memory_guard_ && window_reserve_ > 0) a.memory_cap = pool_.capacity() / window_reserve_;
+  a.memory_cap = memory_cap_;
   if (last_half_caps_.empty()) last_half_caps_[cap] = 1;
   std::map<int64_t, int64_t> last_half_live = ledger_.last_half_live();
   if (last_half_live.empty()) last_half_live[live_] = 1;
@@ -734,10 +735,7 @@ double Engine::settled_latency(double observed) const {
       static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
   // The memory guard will refuse callers past the memory cap, so none of them is forecast.
   const int64_t newcomers =
-      std::max<int64_t>(0, (memory_guard_ && window_reserve_ > 0
-                                ? std::min(admitted, pool_.capacity() / window_reserve_)
-                                : admitted) -
-                               live_);
+      std::max<int64_t>(0, (memory_cap_ ? std::min(admitted, *memory_cap_) : admitted) - live_);
   if (spread_) {
     // Newcomers join where the engine will put them.
     PhaseSpread spread = *spread_;

@@ -31,13 +31,12 @@ class PhaseSpread {
   }
   // The phase of the first slot, in fill order, among the least loaded.
   Time target() const {
-    int64_t best = 0;
-    for (int64_t i = 1; i < kSlots; ++i) {
-      if (load_[static_cast<size_t>(reversed(i))] < load_[static_cast<size_t>(reversed(best))]) {
-        best = i;
-      }
+    const auto& order = fill_order();
+    int64_t best = order[0];
+    for (int64_t k : order) {
+      if (load_[static_cast<size_t>(k)] < load_[static_cast<size_t>(best)]) best = k;
     }
-    return start_of(reversed(best));
+    return start_of(best);
   }
 
   void add(Time start, int64_t count) { load_[slot_of(start)] += count; }
@@ -45,10 +44,17 @@ class PhaseSpread {
   int64_t load_at(Time phase) const { return load_[slot_of(phase)]; }
 
  private:
-  static int64_t reversed(int64_t i) {
-    int64_t r = 0;
-    for (int b = 0; b < kBits; ++b) r |= ((i >> b) & 1) << (kBits - 1 - b);
-    return r;
+  // Slot numbers in fill order: i's bits reversed, computed once for every spread.
+  static const std::vector<int64_t>& fill_order() {
+    static const std::vector<int64_t> order = [] {
+      std::vector<int64_t> o(kSlots);
+      for (int64_t i = 0; i < kSlots; ++i) {
+        for (int b = 0; b < kBits; ++b)
+          o[static_cast<size_t>(i)] |= ((i >> b) & 1) << (kBits - 1 - b);
+      }
+      return o;
+    }();
+    return order;
   }
   // Slot k starts at ceil(k T / kSlots); every phase in [start_of(k), start_of(k + 1)) is slot k.
   Time start_of(int64_t k) const { return (k * period_ + kSlots - 1) / kSlots; }
