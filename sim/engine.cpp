@@ -280,8 +280,7 @@ void Engine::on_departure(int64_t id) {
 
 bool Engine::reserve(const Ticket& t, Time now) {
   const int64_t id = t.id;
-  const int64_t n = n_kv_ + (sessions_[id].next_frame == 0 ? prompt_ : 0);
-  const int64_t total = kv::step_blocks(sessions_[id].ctx, n, window_, block_size_);
+  const int64_t total = frame_rule().step_blocks(sessions_[id]);
   const int64_t need = total - sessions_[id].held;  // per member
   bool fits = need == 0 || sessions_[id].count <= pool_.free() / need;
   if (!fits && sessions_[id].count > 1) {
@@ -427,6 +426,8 @@ int64_t Engine::choose_batch(Time now) {
   // Once no blocked frame is left to merge (it stays so for the pass: a frame blocked now is put
   // at or before the cursor), the step takes ready frames from the queue's front alone.
   while (batch_members_ < max_batch_) {
+    if (ready_.front_run() > 0) take_usual_run(now);
+    if (batch_members_ >= max_batch_) break;
     const Ticket* f = ready_.peek();
     if (f == nullptr) break;
     if (!valid(*f)) {
@@ -434,7 +435,6 @@ int64_t Engine::choose_batch(Time now) {
       continue;
     }
     if (f->release > now) break;
-    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
     const Ticket t = *f;
     ready_.pop_front();
     if (!take(t, now)) {
@@ -456,44 +456,62 @@ int64_t Engine::choose_batch(Time now) {
   return blocked;
 }
 
+// take()'s usual case for the run of ready tickets at the queue's front that it covers, with the
+// pool, the batch and its passes in locals: the stores into each session would otherwise make the
+// compiler reload and store them once per frame. Stops at the first ticket it does not cover.
+void Engine::take_usual_run(Time now) {
+  const size_t run = ready_.front_run();
+  const size_t limit = std::min(run, static_cast<size_t>(max_batch_ - batch_members_));
+  const FrameRule rule = frame_rule();
+  const int64_t free = pool_.free();
+  int64_t allocated = 0;
+  FramePasses passes = passes_;
+  Session* const sessions = sessions_.data();
+  const uint32_t* const incarnation = incarnation_.data();
+  size_t k = 0;
+  for (; k < limit; ++k) {
+    const Ticket& t = ready_.run_at(k);
+    if (t.release > now) break;
+    if (k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
+    Session& s = sessions[t.id];
+    if (incarnation[t.id] != t.incarnation) break;
+    const int64_t total = rule.usual_total(s, free - allocated);
+    if (total < 0) break;
+    allocated += total - s.held;
+    s.held = total;
+    s.in_step = true;
+    rule.add_passes(s, passes);
+  }
+  for (size_t i = 0; i < k; ++i) batch_.push_back(ready_.run_at(i));
+  ready_.pop_run(k);
+  // Within a step the pool only fills, so its peak is where this run leaves it.
+  pool_.allocate_fitting(allocated);
+  batch_members_ += static_cast<int64_t>(k);
+  passes_ = passes;
+}
+
 // Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
 // for, if it gets its blocks. Its forward passes are priced as it joins: every member ingests its
 // frame (with its prompt first, or its history to recompute after a preemption) over its cached
 // visible keys, then decodes. Nothing a later member's admission does changes what a member
 // already taken adds (members are not preempted, split or advanced until the step ends).
 [[gnu::always_inline]] inline bool Engine::take(const Ticket& t, Time now) {
-  // Constants as locals: the stores into the session below would otherwise make the compiler
-  // reload every member they might alias, once per frame.
-  const int64_t n_kv = n_kv_, prompt = prompt_, n_in = n_in_, n_out = n_out_;
-  const kv::Window w = window_;
-  const kv::BlockSize bs = block_size_;
-  {  // the usual case, once per served frame: one live caller whose blocks fit (reserve's outcome)
-    Session& s = sessions_[t.id];
-    const int64_t total = kv::step_blocks(s.ctx, n_kv + (s.next_frame == 0 ? prompt : 0), w, bs);
-    const int64_t need = total - s.held;
-    if (s.count == 1 && need >= 0 && need <= pool_.free() && !s.stalled &&
-        s.state == Session::State::kLive && batch_members_ < max_batch_) {
-      pool_.allocate_fitting(need);
-      s.held = total;
-      s.in_step = true;
-      ++batch_members_;
-      batch_.push_back(t);
-      passes_.add(1, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
-                  s.recompute > 0 ? 0 : cached_visible(s.ctx, w), n_out, w);
-      return true;
-    } else {
-      const int64_t room = max_batch_ - batch_members_;
-      if (s.count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
-      if (!reserve(t, now)) return false;
-    }
-  }
+  const FrameRule rule = frame_rule();
   Session& s = sessions_[t.id];
-  s.in_step = true;
-  batch_members_ += s.count;
+  if (const int64_t total = rule.usual_total(s, pool_.free());
+      total >= 0 && batch_members_ < max_batch_) {
+    pool_.allocate_fitting(total - s.held);
+    s.held = total;
+  } else {
+    const int64_t room = max_batch_ - batch_members_;
+    if (s.count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
+    if (!reserve(t, now)) return false;
+  }
+  Session& taken = sessions_[t.id];  // split and reserve may have moved the slots
+  taken.in_step = true;
+  batch_members_ += taken.count;
   batch_.push_back(t);
-  const int64_t q = n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute;
-  const int64_t cached = s.recompute > 0 ? 0 : cached_visible(s.ctx, w);
-  passes_.add(s.count, q, cached, n_out, w);
+  rule.add_passes(taken, passes_);
   return true;
 }
 
@@ -587,23 +605,23 @@ void Engine::on_step_done(Time now) {
   int64_t freed = 0;
   int64_t most_resident = result_.max_resident_blocks_per_session;
   // Locals for what the loop's stores might alias (see take); nothing in it resizes these vectors.
-  const int64_t n_kv = n_kv_, prompt = prompt_, period = period_;
-  const kv::Window w = window_;
-  const kv::BlockSize bs = block_size_;
+  const FrameRule rule = frame_rule();
+  const int64_t period = period_;
   const bool jitter = jitter_ > 0;
   Session* const sessions = sessions_.data();
   const uint32_t* const incarnation = incarnation_.data();
   const Ticket* const batch = batch_.data();
   const size_t n = batch_.size();
+  uint64_t seq = next_seq_;
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) prefetch(batch[i + kAhead].id);
     const Ticket& t = batch[i];
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
-    s.ctx += n_kv + (s.next_frame == 0 ? prompt : 0);
+    s.ctx += rule.appended(s);
     s.recompute = 0;
-    const int64_t keep = kv::resident_blocks(s.ctx, w, bs);
+    const int64_t keep = kv::resident_blocks(s.ctx, rule.w, rule.bs);
     if (keep > s.held) throw std::logic_error("Engine: a step left a session more blocks");
     freed += (s.held - keep) * s.count;
     s.held = keep;
@@ -616,10 +634,11 @@ void Engine::on_step_done(Time now) {
       s.next_release = jitter ? release_time(s, s.next_frame) : s.next_release + period;
       // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
       if (!(cohorts_ && s.twin && absorb_into_back(t.id))) {
-        ready_.push({t.id, t.incarnation, next_seq_++, s.next_release, s.admit_order});
+        ready_.push({t.id, t.incarnation, seq++, s.next_release, s.admit_order});
       }
     }
   }
+  next_seq_ = seq;
   pool_.release(freed);
   result_.max_resident_blocks_per_session = most_resident;
   if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());

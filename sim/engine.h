@@ -64,6 +64,37 @@ class Engine {
   void try_start_step(Time now);
   int64_t choose_batch(Time now);
   bool take(const Ticket& t, Time now);
+  void take_usual_run(Time now);
+  // The frame scheduler's per-frame arithmetic on the scenario's constants. The loops that run it
+  // once per served frame copy it into a local: the stores into sessions would otherwise make the
+  // compiler reload every constant from the engine, once per frame.
+  struct FrameRule {
+    int64_t n_kv, prompt, n_in, n_out;
+    kv::Window w;
+    kv::BlockSize bs;
+
+    // KV tokens the session's next frame appends (its prompt first).
+    int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }
+    // Blocks the session holds while its next frame is served.
+    int64_t step_blocks(const Session& s) const {
+      return kv::step_blocks(s.ctx, appended(s), w, bs);
+    }
+    // The usual case of take(), once per served frame: one live caller whose blocks fit in
+    // `free` (reserve's outcome). Its blocks while the step runs, or -1 when it does not apply.
+    int64_t usual_total(const Session& s, int64_t free) const {
+      if (s.count != 1 || s.stalled || s.state != Session::State::kLive) return -1;
+      const int64_t total = step_blocks(s);
+      const int64_t need = total - s.held;
+      return need >= 0 && need <= free ? total : -1;
+    }
+    // Every member ingests its frame (with its prompt first, or its history to recompute after a
+    // preemption) over its cached visible keys, then decodes.
+    void add_passes(const Session& s, FramePasses& p) const {
+      p.add(s.count, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
+            s.recompute > 0 ? 0 : kv::visible_keys(s.ctx, w) - 1, n_out, w);
+    }
+  };
+  FrameRule frame_rule() const { return {n_kv_, prompt_, n_in_, n_out_, window_, block_size_}; }
   double pass_seconds() const;
   void start_step(Time now, double seconds);
   void vllm_start_step(Time now);

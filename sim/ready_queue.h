@@ -58,12 +58,17 @@ class ReadyQueue {
       ring_.pop_front();
     }
   }
-  void push(const Ticket& t) {
-    if (ring_.empty() || !earlier(t, ring_.back())) {
+  // The tickets at the ring's front that come before every heap ticket, taken in bulk: the run's
+  // length (the whole ring while the heap is empty, else none), the k-th of it, and popping the
+  // first n of it.
+  size_t front_run() const { return heap_.empty() ? ring_.size() : 0; }
+  const Ticket& run_at(size_t k) const { return ring_[k]; }
+  void pop_run(size_t n) { ring_.pop_front(n); }
+  [[gnu::always_inline]] void push(const Ticket& t) {
+    if (ring_.empty() || !earlier(t, ring_.back())) [[likely]] {
       ring_.push_back(t);
     } else {
-      heap_.push_back(t);
-      std::push_heap(heap_.begin(), heap_.end(), later);
+      push_heap(t);
     }
   }
   // A ticket known to come before every queued one (the rest of a cohort split at the front).
@@ -77,6 +82,10 @@ class ReadyQueue {
 
  private:
   static bool later(const Ticket& a, const Ticket& b) { return earlier(b, a); }
+  [[gnu::noinline]] void push_heap(const Ticket& t) {
+    heap_.push_back(t);
+    std::push_heap(heap_.begin(), heap_.end(), later);
+  }
   bool from_heap() const {
     return !heap_.empty() && (ring_.empty() || earlier(heap_.front(), ring_.front()));
   }

@@ -21,7 +21,7 @@ class RingQueue {
   const T& back() const { return (*this)[size_ - 1]; }
 
   void push_back(const T& v) {
-    grow_if_full();
+    if (size_ == capacity_) [[unlikely]] grow();
     buf_[(head_ + size_++) & mask_] = v;
   }
   void push_front(const T& v) {
@@ -35,10 +35,16 @@ class RingQueue {
     head_ = (head_ + 1) & mask_;
     --size_;
   }
+  void pop_front(size_t n) {  // n <= size()
+    head_ = (head_ + n) & mask_;
+    size_ -= n;
+  }
 
  private:
   void grow_if_full() {
-    if (size_ < capacity_) return;
+    if (size_ == capacity_) grow();
+  }
+  [[gnu::noinline]] void grow() {
     std::vector<T> bigger(buf_.empty() ? 64 : 2 * buf_.size());
     for (size_t i = 0; i < size_; ++i) bigger[i] = (*this)[i];
     buf_ = std::move(bigger);
