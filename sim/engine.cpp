@@ -462,32 +462,37 @@ int64_t Engine::choose_batch(Time now) {
 void Engine::take_usual_run(Time now) {
   const size_t run = ready_.front_run();
   const size_t limit = std::min(run, static_cast<size_t>(max_batch_ - batch_members_));
-  const FrameRule rule = frame_rule();
+  const int64_t n_kv = n_kv_, q = n_in_;
+  const kv::Window w = window_;
+  const kv::BlockSize bs = block_size_;
   const int64_t free = pool_.free();
-  int64_t allocated = 0;
-  FramePasses passes = passes_;
+  const bool far = this->far();
+  int64_t allocated = 0, sum_cached = 0, sum_twice_qk = 0;
   Session* const sessions = sessions_.data();
   const uint32_t* const incarnation = incarnation_.data();
   size_t k = 0;
   for (; k < limit; ++k) {
     const Ticket& t = ready_.run_at(k);
     if (t.release > now) break;
-    if (k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
+    if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
-    if (incarnation[t.id] != t.incarnation) break;
-    const int64_t total = rule.usual_total(s, free - allocated);
-    if (total < 0) break;
-    allocated += total - s.held;
+    if (incarnation[t.id] != t.incarnation || !s.settled_single()) break;
+    const int64_t total = kv::step_blocks(s.ctx, n_kv, w, bs);
+    const int64_t need = total - s.held;
+    if (need < 0 || need > free - allocated) break;
+    allocated += need;
     s.held = total;
     s.in_step = true;
-    rule.add_passes(s, passes);
+    const int64_t cached = kv::visible_keys(s.ctx, w) - 1;
+    sum_cached += cached;
+    sum_twice_qk += twice_query_pairs(q, cached, w);
   }
   for (size_t i = 0; i < k; ++i) batch_.push_back(ready_.run_at(i));
   ready_.pop_run(k);
   // Within a step the pool only fills, so its peak is where this run leaves it.
   pool_.allocate_fitting(allocated);
   batch_members_ += static_cast<int64_t>(k);
-  passes_ = passes;
+  passes_.add_run(static_cast<int64_t>(k), q, sum_cached, sum_twice_qk, n_out_);
 }
 
 // Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
@@ -495,23 +500,18 @@ void Engine::take_usual_run(Time now) {
 // frame (with its prompt first, or its history to recompute after a preemption) over its cached
 // visible keys, then decodes. Nothing a later member's admission does changes what a member
 // already taken adds (members are not preempted, split or advanced until the step ends).
-[[gnu::always_inline]] inline bool Engine::take(const Ticket& t, Time now) {
-  const FrameRule rule = frame_rule();
-  Session& s = sessions_[t.id];
-  if (const int64_t total = rule.usual_total(s, pool_.free());
-      total >= 0 && batch_members_ < max_batch_) {
-    pool_.allocate_fitting(total - s.held);
-    s.held = total;
-  } else {
+bool Engine::take(const Ticket& t, Time now) {
+  {
+    const Session& s = sessions_[t.id];
     const int64_t room = max_batch_ - batch_members_;
     if (s.count > room) ready_.push_front(ticket(split(t.id, room), t.seq));
-    if (!reserve(t, now)) return false;
   }
-  Session& taken = sessions_[t.id];  // split and reserve may have moved the slots
-  taken.in_step = true;
-  batch_members_ += taken.count;
+  if (!reserve(t, now)) return false;
+  Session& s = sessions_[t.id];  // split may have moved the slots
+  s.in_step = true;
+  batch_members_ += s.count;
   batch_.push_back(t);
-  rule.add_passes(taken, passes_);
+  frame_rule().add_passes(s, passes_);
   return true;
 }
 
@@ -613,8 +613,9 @@ void Engine::on_step_done(Time now) {
   const Ticket* const batch = batch_.data();
   const size_t n = batch_.size();
   uint64_t seq = next_seq_;
+  const bool far = this->far(), cohorts = cohorts_;
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) prefetch(batch[i + kAhead].id);
+    if (far && i + kAhead < n) prefetch(batch[i + kAhead].id);
     const Ticket& t = batch[i];
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
@@ -633,7 +634,7 @@ void Engine::on_step_done(Time now) {
     if (s.next_frame < s.frames_total) {
       s.next_release = jitter ? release_time(s, s.next_frame) : s.next_release + period;
       // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
-      if (!(cohorts_ && s.twin && absorb_into_back(t.id))) {
+      if (!(cohorts && s.twin && absorb_into_back(t.id))) {
         ready_.push({t.id, t.incarnation, seq++, s.next_release, s.admit_order});
       }
     }

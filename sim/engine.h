@@ -79,14 +79,6 @@ class Engine {
     int64_t step_blocks(const Session& s) const {
       return kv::step_blocks(s.ctx, appended(s), w, bs);
     }
-    // The usual case of take(), once per served frame: one live caller whose blocks fit in
-    // `free` (reserve's outcome). Its blocks while the step runs, or -1 when it does not apply.
-    int64_t usual_total(const Session& s, int64_t free) const {
-      if (s.count != 1 || s.stalled || s.state != Session::State::kLive) return -1;
-      const int64_t total = step_blocks(s);
-      const int64_t need = total - s.held;
-      return need >= 0 && need <= free ? total : -1;
-    }
     // Every member ingests its frame (with its prompt first, or its history to recompute after a
     // preemption) over its cached visible keys, then decodes.
     void add_passes(const Session& s, FramePasses& p) const {
@@ -123,8 +115,11 @@ class Engine {
     return incarnation_[t.id] == t.incarnation && sessions_[t.id].state != Session::State::kGone;
   }
   // Sessions are visited in release order, which is random in their slots: with many live sessions
-  // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead.
+  // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead
+  // once the slots outgrow the core's caches (below that the hints are pure cost).
   static constexpr size_t kAhead = 16;
+  static constexpr size_t kPrefetchFromSlots = 4096;  // 4096 x 104-byte sessions: 416 KiB
+  bool far() const { return sessions_.size() >= kPrefetchFromSlots; }
   void prefetch(int64_t id) const {
     __builtin_prefetch(&sessions_[id]);
     __builtin_prefetch(reinterpret_cast<const char*>(&sessions_[id]) + 64);

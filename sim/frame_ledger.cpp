@@ -98,6 +98,7 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
   if (observer_) {
     // A copy: the run's totals fold interval_ as served, the time series reads by deadline.
     Sample x = interval_;
+    x.tokens_produced = n_out_ * interval_.frames_served;  // every frame served produced n_out
     x.frames_served = ahead_served_[ahead_head_];
     x.frames_on_time = ahead_on_time_[ahead_head_];
     ahead_served_[ahead_head_] = ahead_on_time_[ahead_head_] = 0;
@@ -146,7 +147,7 @@ void FrameLedger::fold_interval() {
   result_.frames_served += interval_.frames_served;
   result_.frames_on_time += interval_.frames_on_time;
   result_.frames_silent += interval_late_;
-  result_.tokens_produced += interval_.tokens_produced;
+  result_.tokens_produced += n_out_ * interval_.frames_served;
   interval_ = Sample{};
   interval_answered_.clear();
   interval_true_.clear();

@@ -61,7 +61,6 @@ class FrameLedger {
       interval_late_ += count;
       if (silence_after_ > deadline_) result_.frames_reported_late += count;
     }
-    interval_.tokens_produced += n_out_ * count;
   }
   void note_rejected() { ++interval_rejected_; }
   // A caller hangs up: its frames not served by then are silent.

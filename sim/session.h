@@ -40,6 +40,12 @@ struct Session : CohortState {
   // and preemption takes the newest first.
   int64_t admit_order = 0;
   int64_t count = 1;
+
+  // The usual case of a frame, which the engine serves in bulk: one live caller past its first
+  // frame (no prompt), not waiting for blocks, with nothing to recompute.
+  bool settled_single() const {
+    return count == 1 && state == State::kLive && !stalled && next_frame > 0 && recompute == 0;
+  }
 };
 
 }  // namespace metronome
