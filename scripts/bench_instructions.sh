@@ -1,0 +1,40 @@
+#!/bin/sh
+# Simulator work in instructions, counted by valgrind's callgrind: unlike CPU time, the count is the
+# same on a busy shared machine as on an idle one, so a change's effect shows even where timings
+# move 10% between runs. Prints instructions per served frame of bench_sim's distinct-caller case
+# (one run: 6.75 million frames) and per seed of a sweep of figure 4's Poisson unbounded scenario.
+# Run from the repository root after a build: scripts/bench_instructions.sh [seeds (default 20)]
+# (METRONOME and BENCH_SIM name other binaries; callgrind runs about 50 times slower than native.)
+set -eu
+seeds=${1:-20}
+case $seeds in '' | *[!0-9]* | 0)
+  echo "bench_instructions.sh: seeds must be a positive integer, got '$seeds'" >&2
+  exit 2
+  ;;
+esac
+bin=${METRONOME:-build/metronome}
+bench=${BENCH_SIM:-build/bench/bench_sim}
+command -v valgrind > /dev/null || {
+  echo "bench_instructions.sh: valgrind is missing (apt-get install valgrind)" >&2
+  exit 2
+}
+for f in "$bin" "$bench"; do
+  [ -x "$f" ] || {
+    echo "bench_instructions.sh: $f is not built (cmake --build build)" >&2
+    exit 2
+  }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Total instructions of a callgrind run: its "I refs" line.
+count() { valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$@" 2>&1 > /dev/null |
+  sed -n 's/.*I *refs: *//p' | tr -d ,; }
+frames=$("$bench" --benchmark_filter=BM_DistinctWindowed --benchmark_min_time=0.001 \
+  --benchmark_format=json 2> /dev/null | sed -n 's/.*"frames_per_run": *\([0-9.e+]*\).*/\1/p')
+distinct=$(count "$bench" --benchmark_filter=BM_DistinctWindowed --benchmark_min_time=0.001)
+sweep=$(count "$bin" sweep --scenario bench/scenarios/fig4_poisson_unbounded.json --seeds "$seeds" \
+  -j 1 --out "$tmp/sweep" --quiet)
+awk -v i="$distinct" -v f="$frames" -v s="$sweep" -v n="$seeds" 'BEGIN {
+  printf "distinct callers: %.1f instructions per served frame (%d frames)\n", i / f, f
+  printf "fig 4 sweep: %.1f M instructions per seed (%d seeds)\n", s / n / 1e6, n
+}'
