@@ -103,4 +103,25 @@ constexpr METRONOME_HD int64_t step_blocks(int64_t ctx, int64_t n, Window w, Blo
   return blocks_covering(window_start(ctx, w), ctx + n, w.unbounded() ? 0 : w.sinks, block_size);
 }
 
+// Once a session has cached settled_from(w) tokens (the sinks, the window and one block; unbounded,
+// one token) its window's left edge is past the sinks' blocks, so a step's block counts move only
+// with the block boundaries its tokens cross. The simulator serves most frames there, so it uses
+// these closed forms of the two differences (tests check them against the functions above):
+//   settled_new_blocks   = step_blocks(ctx, n) - resident_blocks(ctx)       (the step allocates)
+//   settled_freed_blocks = step_blocks(ctx, n) - resident_blocks(ctx + n)   (the step frees)
+//   settled_cached_cap   : visible_keys(ctx) - 1 = min(ctx, settled_cached_cap(w))
+constexpr METRONOME_HD int64_t settled_from(Window w, BlockSize block_size) {
+  return w.unbounded() ? 1 : w.sinks + w.window + block_size.value();
+}
+constexpr METRONOME_HD int64_t settled_new_blocks(int64_t ctx, int64_t n, BlockSize block_size) {
+  return block_size.div(ctx + n - 1) - block_size.div(ctx - 1);
+}
+constexpr METRONOME_HD int64_t settled_freed_blocks(int64_t ctx, int64_t n, Window w,
+                                                    BlockSize block_size) {
+  return w.unbounded() ? 0 : block_size.div(ctx + n - w.window) - block_size.div(ctx - w.window);
+}
+constexpr METRONOME_HD int64_t settled_cached_cap(Window w) {
+  return w.unbounded() ? INT64_MAX : w.sinks + w.window;
+}
+
 }  // namespace metronome::kv

@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <stdexcept>
 
@@ -465,6 +466,7 @@ void Engine::take_usual_run(Time now) {
   const int64_t n_kv = n_kv_, q = n_in_;
   const kv::Window w = window_;
   const kv::BlockSize bs = block_size_;
+  const int64_t settled = kv::settled_from(w, bs), cached_cap = kv::settled_cached_cap(w);
   const int64_t free = pool_.free();
   const bool far = this->far();
   int64_t allocated = 0, sum_cached = 0, sum_twice_qk = 0;
@@ -477,13 +479,16 @@ void Engine::take_usual_run(Time now) {
     if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || !s.settled_single()) break;
-    const int64_t total = kv::step_blocks(s.ctx, n_kv, w, bs);
-    const int64_t need = total - s.held;
-    if (need < 0 || need > free - allocated) break;
+    // Between steps a live session holds resident_blocks(ctx).
+    assert(s.held == kv::resident_blocks(s.ctx, w, bs));
+    const bool closed = s.ctx >= settled;
+    const int64_t need = closed ? kv::settled_new_blocks(s.ctx, n_kv, bs)
+                                : kv::step_blocks(s.ctx, n_kv, w, bs) - s.held;
+    if (need > free - allocated) break;
     allocated += need;
-    s.held = total;
+    s.held += need;
     s.in_step = true;
-    const int64_t cached = kv::visible_keys(s.ctx, w) - 1;
+    const int64_t cached = closed ? std::min(s.ctx, cached_cap) : kv::visible_keys(s.ctx, w) - 1;
     sum_cached += cached;
     sum_twice_qk += twice_query_pairs(q, cached, w);
   }
@@ -620,9 +625,14 @@ void Engine::on_step_done(Time now) {
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
-    s.ctx += rule.appended(s);
+    const int64_t n_new = rule.appended(s);
+    // While its frame is served a session holds step_blocks(ctx, n_new) (take, reserve).
+    const int64_t keep = s.ctx >= rule.settled
+                             ? s.held - kv::settled_freed_blocks(s.ctx, n_new, rule.w, rule.bs)
+                             : kv::resident_blocks(s.ctx + n_new, rule.w, rule.bs);
+    s.ctx += n_new;
+    assert(keep == kv::resident_blocks(s.ctx, rule.w, rule.bs));
     s.recompute = 0;
-    const int64_t keep = kv::resident_blocks(s.ctx, rule.w, rule.bs);
     if (keep > s.held) throw std::logic_error("Engine: a step left a session more blocks");
     freed += (s.held - keep) * s.count;
     s.held = keep;

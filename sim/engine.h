@@ -72,6 +72,7 @@ class Engine {
     int64_t n_kv, prompt, n_in, n_out;
     kv::Window w;
     kv::BlockSize bs;
+    int64_t settled = kv::settled_from(w, bs);  // contexts from which the closed forms hold
 
     // KV tokens the session's next frame appends (its prompt first).
     int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }

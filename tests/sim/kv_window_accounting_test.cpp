@@ -2,6 +2,7 @@
 // count of the blocks that hold at least one visible key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/kv_window.h"
@@ -64,6 +65,38 @@ TEST(KvWindow, WindowedResidencyIsBounded) {
   EXPECT_EQ(last_block_len(33, 16), 1);
   EXPECT_EQ(last_block_len(32, 16), 16);
   EXPECT_EQ(last_block_len(0, 16), 0);
+}
+
+// The closed forms the engine uses past settled_from: equal to the general counts for every block
+// size (powers of two and not), window, sink count, frame size and context from there on; below it
+// they fail for some windows (the threshold is needed).
+TEST(KvWindow, SettledClosedFormsMatchTheGeneralCounts) {
+  bool earlier_differs = false;
+  for (int64_t bs : {1, 3, 16, 32}) {
+    for (Window w : {Window{}, Window{0, 0}, Window{5, 0}, Window{7, 3}, Window{20, 17},
+                     Window{2, 40}, Window{480, 16}}) {
+      const int64_t from = settled_from(w, bs);
+      for (int64_t ctx = from; ctx < from + 300; ++ctx) {
+        for (int64_t n : {0, 1, 4, 19, 40}) {
+          ASSERT_EQ(settled_new_blocks(ctx, n, bs),
+                    step_blocks(ctx, n, w, bs) - resident_blocks(ctx, w, bs))
+              << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx;
+          ASSERT_EQ(settled_freed_blocks(ctx, n, w, bs),
+                    step_blocks(ctx, n, w, bs) - resident_blocks(ctx + n, w, bs))
+              << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx;
+        }
+        ASSERT_EQ(std::min(ctx, settled_cached_cap(w)), visible_keys(ctx, w) - 1);
+      }
+      for (int64_t c = 1; c < from; ++c) {
+        if (settled_new_blocks(c, 1, bs) != step_blocks(c, 1, w, bs) - resident_blocks(c, w, bs) ||
+            settled_freed_blocks(c, 1, w, bs) !=
+                step_blocks(c, 1, w, bs) - resident_blocks(c + 1, w, bs)) {
+          earlier_differs = true;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(earlier_differs);
 }
 
 }  // namespace metronome::kv
