@@ -21,7 +21,8 @@ class RingQueue {
   const T& back() const { return (*this)[size_ - 1]; }
 
   void push_back(const T& v) {
-    if (size_ == capacity_) [[unlikely]] grow();
+    if (size_ == capacity_) [[unlikely]]
+      grow();
     buf_[(head_ + size_++) & mask_] = v;
   }
   void push_front(const T& v) {
