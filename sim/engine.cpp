@@ -469,7 +469,8 @@ void Engine::take_usual_run(Time now) {
   const int64_t settled = kv::settled_from(w, bs), cached_cap = kv::settled_cached_cap(w);
   const int64_t free = pool_.free();
   const bool far = this->far();
-  int64_t allocated = 0, sum_cached = 0, sum_twice_qk = 0;
+  int64_t allocated = 0, sum_cached = 0;
+  double sum_twice_qk = 0;
   Session* const sessions = sessions_.data();
   const uint32_t* const incarnation = incarnation_.data();
   size_t k = 0;

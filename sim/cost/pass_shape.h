@@ -11,22 +11,22 @@
 
 namespace metronome {
 
-// `count` sessions each computing `q` new tokens (q > 0) over `cached` cached visible keys, in one
-// pass: a frame's ingest, a prefill chunk, or one decode token.
-// Twice one session's query-key products (halves: each query reads half of the new tokens), as an
-// integer so that a run of sessions sums them exactly.
-inline int64_t twice_query_pairs(int64_t q, int64_t cached, kv::Window w) {
+// Twice one session's query-key products (halves: each query reads half of the new tokens): a
+// whole number, so a run of sessions sums them exactly (below 2^53) in any order. A double, so that
+// no configured size can overflow it.
+inline double twice_query_pairs(int64_t q, int64_t cached, kv::Window w) {
   int64_t twice_per_query = 2 * cached + q + 1;
   if (!w.unbounded()) twice_per_query = std::min(twice_per_query, 2 * kv::max_visible_keys(w));
-  return q * twice_per_query;
+  return static_cast<double>(q) * static_cast<double>(twice_per_query);
 }
 
+// `count` sessions each computing `q` new tokens (q > 0) over `cached` cached visible keys, in one
+// pass: a frame's ingest, a prefill chunk, or one decode token.
 inline void add_chunk(PassShape& p, int64_t count, int64_t q, int64_t cached, kv::Window w) {
   p.sessions += count;
   p.query_tokens += q * count;
   p.kv_read_tokens += cached * count;
-  p.qk_pairs +=
-      0.5 * static_cast<double>(twice_query_pairs(q, cached, w)) * static_cast<double>(count);
+  p.qk_pairs += 0.5 * twice_query_pairs(q, cached, w) * static_cast<double>(count);
 }
 
 // The frame scheduler's step: every session ingests its frame in one pass (which samples the first
@@ -49,14 +49,14 @@ struct FramePasses {
   }
   // What add(1, q, cached_i, n_out, w) adds for each of k sessions, from the sums over them of
   // cached_i and of twice_query_pairs(q, cached_i, w): a run of single sessions priced in a few
-  // integer sums (exact, as the per-session doubles are while below 2^53).
-  void add_run(int64_t k, int64_t q, int64_t sum_cached, int64_t sum_twice_qk, int64_t n_out) {
+  // sums, exact (as the per-session adds are) while below 2^53.
+  void add_run(int64_t k, int64_t q, int64_t sum_cached, double sum_twice_qk, int64_t n_out) {
     if (k == 0) return;
     if (q > 0) {
       ingest.sessions += k;
       ingest.query_tokens += q * k;
       ingest.kv_read_tokens += sum_cached;
-      ingest.qk_pairs += 0.5 * static_cast<double>(sum_twice_qk);
+      ingest.qk_pairs += 0.5 * sum_twice_qk;
     }
     const int64_t d = std::max<int64_t>(0, n_out - (q > 0 ? 1 : 0));
     if (d > 0) {

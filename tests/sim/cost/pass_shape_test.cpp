@@ -1,0 +1,58 @@
+// A run of single sessions priced in sums (FramePasses::add_run, the engine's bulk take) is the
+// pass shape of adding each session on its own: every field equal, bit for bit.
+#include "sim/cost/pass_shape.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace metronome {
+namespace {
+
+void expect_same(const PassShape& a, const PassShape& b) {
+  EXPECT_EQ(a.sessions, b.sessions);
+  EXPECT_EQ(a.query_tokens, b.query_tokens);
+  EXPECT_EQ(a.kv_read_tokens, b.kv_read_tokens);
+  EXPECT_EQ(a.qk_pairs, b.qk_pairs);
+}
+
+TEST(PassShape, RunOfSessionsEqualsAddingEach) {
+  for (kv::Window w : {kv::Window{}, kv::Window{480, 16}, kv::Window{7, 0}}) {
+    for (int64_t q : {0, 1, 3, 12}) {
+      for (int64_t n_out : {0, 1, 2, 5}) {
+        FramePasses each, run;
+        each.add(2, 5, 40, n_out, w);  // something already in the step
+        run.add(2, 5, 40, n_out, w);
+        int64_t k = 0, sum_cached = 0;
+        double sum_twice = 0;
+        for (int64_t i = 0; i < 200; ++i) {
+          const int64_t cached = (i * 37) % 1500;
+          each.add(1, q, cached, n_out, w);
+          ++k;
+          sum_cached += cached;
+          sum_twice += twice_query_pairs(q, cached, w);
+        }
+        run.add_run(k, q, sum_cached, sum_twice, n_out);
+        expect_same(each.ingest, run.ingest);
+        expect_same(each.decode, run.decode);
+        EXPECT_EQ(each.decode_passes, run.decode_passes);
+      }
+    }
+  }
+  FramePasses none;  // an empty run adds nothing, not even a decode pass
+  none.add_run(0, 1, 0, 0, 3);
+  EXPECT_EQ(none.decode_passes, 0);
+  EXPECT_EQ(none.decode.sessions, 0);
+}
+
+// The halves: one query over no cached keys reads itself (1 pair), 4 new tokens read 1+2+3+4.
+TEST(PassShape, QueryPairsCountCausalHalves) {
+  EXPECT_EQ(twice_query_pairs(1, 0, kv::Window{}), 2.0);
+  EXPECT_EQ(twice_query_pairs(4, 0, kv::Window{}), 2.0 * 10);
+  EXPECT_EQ(twice_query_pairs(4, 100, kv::Window{}), 2.0 * (400 + 10));
+  // A window caps each query at S + W + 1 keys.
+  EXPECT_EQ(twice_query_pairs(2, 1000, kv::Window{8, 2}), 2.0 * 2 * 11);
+}
+
+}  // namespace
+}  // namespace metronome
