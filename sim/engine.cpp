@@ -404,7 +404,7 @@ int64_t Engine::choose_batch(Time now) {
     const bool from_ready = !ready_.empty() && ready_.front().release <= now;
     const bool from_blocked = cursor < blocked_.size();
     if (!from_ready && !from_blocked) break;
-    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0) prefetch(a);
+    if (const int64_t a = ready_.id_ahead(kAhead); a >= 0 && far()) prefetch(a);
     Ticket t;
     if (from_blocked && (!from_ready || earlier(blocked_[cursor], ready_.front()))) {
       t = blocked_[cursor];
@@ -457,16 +457,14 @@ int64_t Engine::choose_batch(Time now) {
   return blocked;
 }
 
-// take()'s usual case for the run of ready tickets at the queue's front that it covers, with the
-// pool, the batch and its passes in locals: the stores into each session would otherwise make the
-// compiler reload and store them once per frame. Stops at the first ticket it does not cover.
+// Takes the run of ready tickets at the queue's front whose sessions are settled single callers
+// (Session::settled_single) and whose blocks fit, with the pool, the batch and its passes in
+// locals: the stores into each session would otherwise make the compiler reload and store them
+// once per frame. Stops at the first ticket it does not cover, which take() then serves.
 void Engine::take_usual_run(Time now) {
   const size_t run = ready_.front_run();
   const size_t limit = std::min(run, static_cast<size_t>(max_batch_ - batch_members_));
-  const int64_t n_kv = n_kv_, q = n_in_;
-  const kv::Window w = window_;
-  const kv::BlockSize bs = block_size_;
-  const int64_t settled = kv::settled_from(w, bs), cached_cap = kv::settled_cached_cap(w);
+  const FrameRule rule = frame_rule();
   const int64_t free = pool_.free();
   const bool far = this->far();
   int64_t allocated = 0, sum_cached = 0;
@@ -480,25 +478,22 @@ void Engine::take_usual_run(Time now) {
     if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || !s.settled_single()) break;
-    // Between steps a live session holds resident_blocks(ctx).
-    assert(s.held == kv::resident_blocks(s.ctx, w, bs));
-    const bool closed = s.ctx >= settled;
-    const int64_t need = closed ? kv::settled_new_blocks(s.ctx, n_kv, bs)
-                                : kv::step_blocks(s.ctx, n_kv, w, bs) - s.held;
+    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
+    const int64_t need = rule.new_blocks(s);
     if (need > free - allocated) break;
     allocated += need;
     s.held += need;
     s.in_step = true;
-    const int64_t cached = closed ? std::min(s.ctx, cached_cap) : kv::visible_keys(s.ctx, w) - 1;
+    const int64_t cached = rule.cached(s.ctx);
     sum_cached += cached;
-    sum_twice_qk += twice_query_pairs(q, cached, w);
+    sum_twice_qk += twice_query_pairs(rule.n_in, cached, rule.w);
   }
   for (size_t i = 0; i < k; ++i) batch_.push_back(ready_.run_at(i));
   ready_.pop_run(k);
   // Within a step the pool only fills, so its peak is where this run leaves it.
   pool_.allocate_fitting(allocated);
   batch_members_ += static_cast<int64_t>(k);
-  passes_.add_run(static_cast<int64_t>(k), q, sum_cached, sum_twice_qk, n_out_);
+  passes_.add_run(static_cast<int64_t>(k), rule.n_in, sum_cached, sum_twice_qk, rule.n_out);
 }
 
 // Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
@@ -626,12 +621,8 @@ void Engine::on_step_done(Time now) {
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
-    const int64_t n_new = rule.appended(s);
-    // While its frame is served a session holds step_blocks(ctx, n_new) (take, reserve).
-    const int64_t keep = s.ctx >= rule.settled
-                             ? s.held - kv::settled_freed_blocks(s.ctx, n_new, rule.w, rule.bs)
-                             : kv::resident_blocks(s.ctx + n_new, rule.w, rule.bs);
-    s.ctx += n_new;
+    const int64_t keep = rule.kept_blocks(s);
+    s.ctx += rule.appended(s);
     assert(keep == kv::resident_blocks(s.ctx, rule.w, rule.bs));
     s.recompute = 0;
     if (keep > s.held) throw std::logic_error("Engine: a step left a session more blocks");

@@ -72,7 +72,9 @@ class Engine {
     int64_t n_kv, prompt, n_in, n_out;
     kv::Window w;
     kv::BlockSize bs;
-    int64_t settled = kv::settled_from(w, bs);  // contexts from which the closed forms hold
+    // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there).
+    int64_t settled = kv::settled_from(w, bs);
+    int64_t cached_cap = kv::settled_cached_cap(w);
 
     // KV tokens the session's next frame appends (its prompt first).
     int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }
@@ -80,11 +82,26 @@ class Engine {
     int64_t step_blocks(const Session& s) const {
       return kv::step_blocks(s.ctx, appended(s), w, bs);
     }
+    // Blocks its next frame allocates, for a live session between steps (which holds
+    // resident_blocks(ctx)).
+    int64_t new_blocks(const Session& s) const {
+      return s.ctx >= settled ? kv::settled_new_blocks(s.ctx, appended(s), bs)
+                              : step_blocks(s) - s.held;
+    }
+    // Blocks a session keeps once its frame is served (it held step_blocks while it was).
+    int64_t kept_blocks(const Session& s) const {
+      return s.ctx >= settled ? s.held - kv::settled_freed_blocks(s.ctx, appended(s), w, bs)
+                              : kv::resident_blocks(s.ctx + appended(s), w, bs);
+    }
+    // The cached visible keys a pass reads for a session that has cached ctx tokens.
+    int64_t cached(int64_t ctx) const {
+      return ctx >= settled ? std::min(ctx, cached_cap) : kv::visible_keys(ctx, w) - 1;
+    }
     // Every member ingests its frame (with its prompt first, or its history to recompute after a
     // preemption) over its cached visible keys, then decodes.
     void add_passes(const Session& s, FramePasses& p) const {
       p.add(s.count, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
-            s.recompute > 0 ? 0 : kv::visible_keys(s.ctx, w) - 1, n_out, w);
+            s.recompute > 0 ? 0 : cached(s.ctx), n_out, w);
     }
   };
   FrameRule frame_rule() const { return {n_kv_, prompt_, n_in_, n_out_, window_, block_size_}; }

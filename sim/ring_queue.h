@@ -21,8 +21,7 @@ class RingQueue {
   const T& back() const { return (*this)[size_ - 1]; }
 
   void push_back(const T& v) {
-    if (size_ == capacity_) [[unlikely]]
-      grow();
+    grow_if_full();
     buf_[(head_ + size_++) & mask_] = v;
   }
   void push_front(const T& v) {
@@ -43,7 +42,8 @@ class RingQueue {
 
  private:
   void grow_if_full() {
-    if (size_ == capacity_) grow();
+    if (size_ == capacity_) [[unlikely]]
+      grow();
   }
   [[gnu::noinline]] void grow() {
     std::vector<T> bigger(buf_.empty() ? 64 : 2 * buf_.size());
