@@ -12,15 +12,15 @@ case $seeds in '' | *[!0-9]* | 0)
   exit 2
   ;;
 esac
-bin=${METRONOME:-build/metronome}
-bench=${BENCH_SIM:-build/bench/bench_sim}
+bin=${METRONOME:-build-cpu/metronome}
+bench=${BENCH_SIM:-build-cpu/bench/bench_sim}
 command -v valgrind > /dev/null || {
   echo "bench_instructions.sh: valgrind is missing (apt-get install valgrind)" >&2
   exit 2
 }
 for f in "$bin" "$bench"; do
   [ -x "$f" ] || {
-    echo "bench_instructions.sh: $f is not built (cmake --build build)" >&2
+    echo "bench_instructions.sh: $f is not built (cmake --preset cpu && cmake --build build-cpu)" >&2
     exit 2
   }
 done

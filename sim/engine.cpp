@@ -59,6 +59,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       prompt_(s.workload.prompt_tokens),
       max_batch_(s.engine.max_sessions_per_step),
       preempt_policy_(s.engine.exhaustion->preempts()),
+      rule_{n_kv_, prompt_, n_in_, n_out_, window_, block_size_},
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       jitter_rng_(s.seed, "jitter"),
@@ -281,7 +282,7 @@ void Engine::on_departure(int64_t id) {
 
 bool Engine::reserve(const Ticket& t, Time now) {
   const int64_t id = t.id;
-  const int64_t total = frame_rule().step_blocks(sessions_[id]);
+  const int64_t total = rule_.step_blocks(sessions_[id]);
   const int64_t need = total - sessions_[id].held;  // per member
   bool fits = need == 0 || sessions_[id].count <= pool_.free() / need;
   if (!fits && sessions_[id].count > 1) {
@@ -464,11 +465,11 @@ int64_t Engine::choose_batch(Time now) {
 void Engine::take_usual_run(Time now) {
   const size_t run = ready_.front_run();
   const size_t limit = std::min(run, static_cast<size_t>(max_batch_ - batch_members_));
-  const FrameRule rule = frame_rule();
+  const FrameRule rule = rule_;
   const int64_t free = pool_.free();
   const bool far = this->far();
   int64_t allocated = 0, sum_cached = 0;
-  double sum_twice_qk = 0;
+  double sum_twice_keys = 0;
   Session* const sessions = sessions_.data();
   const uint32_t* const incarnation = incarnation_.data();
   size_t k = 0;
@@ -479,21 +480,20 @@ void Engine::take_usual_run(Time now) {
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || !s.settled_single()) break;
     assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
-    const int64_t need = rule.new_blocks(s);
+    const int64_t need = rule.later_new_blocks(s);
     if (need > free - allocated) break;
     allocated += need;
     s.held += need;
     s.in_step = true;
     const int64_t cached = rule.cached(s.ctx);
     sum_cached += cached;
-    sum_twice_qk += twice_query_pairs(rule.n_in, cached, rule.w);
+    sum_twice_keys += static_cast<double>(twice_keys_per_query(rule.n_in, cached, rule.twice_cap));
   }
-  for (size_t i = 0; i < k; ++i) batch_.push_back(ready_.run_at(i));
-  ready_.pop_run(k);
+  ready_.move_run(k, batch_);
   // Within a step the pool only fills, so its peak is where this run leaves it.
   pool_.allocate_fitting(allocated);
   batch_members_ += static_cast<int64_t>(k);
-  passes_.add_run(static_cast<int64_t>(k), rule.n_in, sum_cached, sum_twice_qk, rule.n_out);
+  passes_.add_run(static_cast<int64_t>(k), rule.n_in, sum_cached, sum_twice_keys, rule.n_out);
 }
 
 // Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
@@ -512,7 +512,7 @@ bool Engine::take(const Ticket& t, Time now) {
   s.in_step = true;
   batch_members_ += s.count;
   batch_.push_back(t);
-  frame_rule().add_passes(s, passes_);
+  rule_.add_passes(s, passes_);
   return true;
 }
 
@@ -606,7 +606,7 @@ void Engine::on_step_done(Time now) {
   int64_t freed = 0;
   int64_t most_resident = result_.max_resident_blocks_per_session;
   // Locals for what the loop's stores might alias (see take); nothing in it resizes these vectors.
-  const FrameRule rule = frame_rule();
+  const FrameRule rule = rule_;
   const int64_t period = period_;
   const bool jitter = jitter_ > 0;
   Session* const sessions = sessions_.data();
@@ -630,14 +630,20 @@ void Engine::on_step_done(Time now) {
     s.held = keep;
     most_resident = std::max(most_resident, keep);
     // Without jitter a frame is released on its schedule (arrival + frame x period).
-    const Time scheduled = jitter ? s.arrival + s.next_frame * period : s.next_release;
+    Time scheduled = s.next_release;
+    if (jitter) [[unlikely]]
+      scheduled = s.arrival + s.next_frame * period;
     ledger_.serve(scheduled, now - s.next_release, s.count);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
-      s.next_release = jitter ? release_time(s, s.next_frame) : s.next_release + period;
+      if (jitter) [[unlikely]] {
+        s.next_release = release_time(s, s.next_frame);
+      } else {
+        s.next_release += period;
+      }
       // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
       if (!(cohorts && s.twin && absorb_into_back(t.id))) {
-        ready_.push({t.id, t.incarnation, seq++, s.next_release, s.admit_order});
+        ready_.push_fresh({t.id, t.incarnation, seq++, s.next_release, s.admit_order});
       }
     }
   }

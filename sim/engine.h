@@ -75,6 +75,7 @@ class Engine {
     // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there).
     int64_t settled = kv::settled_from(w, bs);
     int64_t cached_cap = kv::settled_cached_cap(w);
+    int64_t twice_cap = twice_keys_cap(w);
 
     // KV tokens the session's next frame appends (its prompt first).
     int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }
@@ -83,10 +84,10 @@ class Engine {
       return kv::step_blocks(s.ctx, appended(s), w, bs);
     }
     // Blocks its next frame allocates, for a live session between steps (which holds
-    // resident_blocks(ctx)).
-    int64_t new_blocks(const Session& s) const {
-      return s.ctx >= settled ? kv::settled_new_blocks(s.ctx, appended(s), bs)
-                              : step_blocks(s) - s.held;
+    // resident_blocks(ctx)), past its first frame (which appends n_kv).
+    int64_t later_new_blocks(const Session& s) const {
+      return s.ctx >= settled ? kv::settled_new_blocks(s.ctx, n_kv, bs)
+                              : kv::step_blocks(s.ctx, n_kv, w, bs) - s.held;
     }
     // Blocks a session keeps once its frame is served (it held step_blocks while it was).
     int64_t kept_blocks(const Session& s) const {
@@ -104,7 +105,6 @@ class Engine {
             s.recompute > 0 ? 0 : cached(s.ctx), n_out, w);
     }
   };
-  FrameRule frame_rule() const { return {n_kv_, prompt_, n_in_, n_out_, window_, block_size_}; }
   double pass_seconds() const;
   void start_step(Time now, double seconds);
   void vllm_start_step(Time now);
@@ -116,7 +116,7 @@ class Engine {
   void preempt(int64_t id, Time now);
   [[gnu::always_inline]] void enqueue(int64_t id) {
     if (cohorts_ && sessions_[id].twin && absorb_into_back(id)) return;
-    ready_.push(ticket(id, next_seq_++));
+    ready_.push_fresh(ticket(id, next_seq_++));
   }
   Ticket ticket(int64_t id, uint64_t seq) const {
     const Session& s = sessions_[id];
@@ -165,6 +165,7 @@ class Engine {
   int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
+  FrameRule rule_;  // on the constants above
   // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
   // arrival, to mark it when the next one shares its instant.
   Time last_arrival_ = kNever;

@@ -25,8 +25,11 @@ class LatencyHistogram {
     bins_[bin] += n;
     count_ += n;
     sum_ += seconds * static_cast<double>(n);
-    lo_ = bin < lo_ ? bin : lo_;
-    hi_ = bin > hi_ ? bin : hi_;
+    // Branches, not selects: past its first frames an interval's range rarely grows.
+    if (bin < lo_) [[unlikely]]
+      lo_ = bin;
+    if (bin > hi_) [[unlikely]]
+      hi_ = bin;
   }
   void add_censored(int64_t n) { censored_ += n; }
   // Merging and clearing touch only the bins in use, so per-interval histograms stay cheap.
@@ -81,11 +84,11 @@ class LatencyHistogram {
     constexpr double kHighest = static_cast<double>(1LL << kMaxExp);
     if (!(seconds >= kLowest)) return 0;
     if (seconds >= kHighest) return kBins - 1;
+    // A positive double's biased exponent and its top kSubBits mantissa bits are adjacent, so
+    // they read as one number: (exponent + 1023) << kSubBits | sub.
     uint64_t bits;
     std::memcpy(&bits, &seconds, sizeof bits);
-    const int exp = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
-    const int sub = static_cast<int>((bits >> (52 - kSubBits)) & ((1 << kSubBits) - 1));
-    return ((exp - kMinExp) << kSubBits) + sub;
+    return static_cast<int>(bits >> (52 - kSubBits)) - ((1023 + kMinExp) << kSubBits);
   }
   static double centre_of(int bin) {
     const int exp = (bin >> kSubBits) + kMinExp;

@@ -59,13 +59,25 @@ class ReadyQueue {
     }
   }
   // The tickets at the ring's front that come before every heap ticket, taken in bulk: the run's
-  // length (the whole ring while the heap is empty, else none), the k-th of it, and popping the
-  // first n of it.
+  // length (the whole ring while the heap is empty, else none), the k-th of it, and moving the
+  // first n of it to the back of `out`.
   size_t front_run() const { return heap_.empty() ? ring_.size() : 0; }
   const Ticket& run_at(size_t k) const { return ring_[k]; }
-  void pop_run(size_t n) { ring_.pop_front(n); }
+  void move_run(size_t n, std::vector<Ticket>& out) {
+    ring_.copy_front(n, out);
+    ring_.pop_front(n);
+  }
   [[gnu::always_inline]] void push(const Ticket& t) {
     if (ring_.empty() || !earlier(t, ring_.back())) [[likely]] {
+      ring_.push_back(t);
+    } else {
+      push_heap(t);
+    }
+  }
+  // A ticket enqueued after every queued one (seq larger than theirs): it goes behind the ring's
+  // back unless it is released earlier.
+  [[gnu::always_inline]] void push_fresh(const Ticket& t) {
+    if (ring_.empty() || t.release >= ring_.back().release) [[likely]] {
       ring_.push_back(t);
     } else {
       push_heap(t);

@@ -5,19 +5,26 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "core/kv_window.h"
 #include "sim/cost/cost_model.h"
 
 namespace metronome {
 
-// Twice one session's query-key products (halves: each query reads half of the new tokens): a
-// whole number, so a run of sessions sums them exactly (below 2^53) in any order. A double, so that
-// no configured size can overflow it.
+// Twice the keys each of a session's `q` new queries reads on average (each reads the cached
+// visible keys and, causally, half of the new tokens; a window caps it at S + W + 1): a whole
+// number, so sums of it are exact below 2^53. `cap` is twice_keys_cap(w).
+inline int64_t twice_keys_cap(kv::Window w) {
+  return w.unbounded() ? std::numeric_limits<int64_t>::max() : 2 * kv::max_visible_keys(w);
+}
+inline int64_t twice_keys_per_query(int64_t q, int64_t cached, int64_t cap) {
+  return std::min(2 * cached + q + 1, cap);
+}
+// Twice one session's query-key products. A double, so that no configured size can overflow it.
 inline double twice_query_pairs(int64_t q, int64_t cached, kv::Window w) {
-  int64_t twice_per_query = 2 * cached + q + 1;
-  if (!w.unbounded()) twice_per_query = std::min(twice_per_query, 2 * kv::max_visible_keys(w));
-  return static_cast<double>(q) * static_cast<double>(twice_per_query);
+  return static_cast<double>(q) *
+         static_cast<double>(twice_keys_per_query(q, cached, twice_keys_cap(w)));
 }
 
 // `count` sessions each computing `q` new tokens (q > 0) over `cached` cached visible keys, in one
@@ -48,15 +55,15 @@ struct FramePasses {
     }
   }
   // What add(1, q, cached_i, n_out, w) adds for each of k sessions, from the sums over them of
-  // cached_i and of twice_query_pairs(q, cached_i, w): a run of single sessions priced in a few
-  // sums, exact (as the per-session adds are) while below 2^53.
-  void add_run(int64_t k, int64_t q, int64_t sum_cached, double sum_twice_qk, int64_t n_out) {
+  // cached_i and of twice_keys_per_query(q, cached_i, twice_keys_cap(w)): a run of single sessions
+  // priced in a few sums, exact (as the per-session adds are) while below 2^53.
+  void add_run(int64_t k, int64_t q, int64_t sum_cached, double sum_twice_keys, int64_t n_out) {
     if (k == 0) return;
     if (q > 0) {
       ingest.sessions += k;
       ingest.query_tokens += q * k;
       ingest.kv_read_tokens += sum_cached;
-      ingest.qk_pairs += 0.5 * sum_twice_qk;
+      ingest.qk_pairs += 0.5 * (static_cast<double>(q) * sum_twice_keys);
     }
     const int64_t d = std::max<int64_t>(0, n_out - (q > 0 ? 1 : 0));
     if (d > 0) {

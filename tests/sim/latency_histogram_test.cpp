@@ -42,4 +42,30 @@ TEST(LatencyHistogram, ExtremesLandInEndBins) {
   EXPECT_EQ(LatencyHistogram::bin_of(std::nan("")), 0);
 }
 
+// bin_of reads the bin from the double's bits; here it is derived again with frexp: the exponent
+// and the first kSubBits binary digits of the mantissa.
+TEST(LatencyHistogram, BinOfMatchesExponentAndMantissaDigits) {
+  auto reference = [](double x) {
+    int e = 0;
+    const double m = std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1)
+    const int exp = e - 1;               // x = (2m) 2^exp, 2m in [1, 2)
+    const int sub = static_cast<int>(std::floor((2 * m - 1) * (1 << LatencyHistogram::kSubBits)));
+    return ((exp - LatencyHistogram::kMinExp) << LatencyHistogram::kSubBits) + sub;
+  };
+  int checked = 0;
+  for (double x = std::ldexp(1.0, LatencyHistogram::kMinExp);
+       x < std::ldexp(1.0, LatencyHistogram::kMaxExp); x *= 1.0037) {
+    for (const double y : {x, std::nextafter(x, 0.0), std::nextafter(x, 1e300)}) {
+      if (y < std::ldexp(1.0, LatencyHistogram::kMinExp)) continue;
+      ASSERT_EQ(LatencyHistogram::bin_of(y), reference(y)) << y;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 30000);
+  // Every bin's centre falls in that bin.
+  for (int b = 0; b < LatencyHistogram::kBins; b += 7) {
+    EXPECT_EQ(LatencyHistogram::bin_of(LatencyHistogram::centre_of(b)), b);
+  }
+}
+
 }  // namespace metronome

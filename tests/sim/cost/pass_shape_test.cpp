@@ -30,7 +30,7 @@ TEST(PassShape, RunOfSessionsEqualsAddingEach) {
           each.add(1, q, cached, n_out, w);
           ++k;
           sum_cached += cached;
-          sum_twice += twice_query_pairs(q, cached, w);
+          sum_twice += static_cast<double>(twice_keys_per_query(q, cached, twice_keys_cap(w)));
         }
         run.add_run(k, q, sum_cached, sum_twice, n_out);
         expect_same(each.ingest, run.ingest);
