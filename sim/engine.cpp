@@ -428,7 +428,7 @@ int64_t Engine::choose_batch(Time now) {
   // Once no blocked frame is left to merge (it stays so for the pass: a frame blocked now is put
   // at or before the cursor), the step takes ready frames from the queue's front alone.
   while (batch_members_ < max_batch_) {
-    if (ready_.front_run() > 0) take_usual_run(now);
+    if (ready_.front_run() > 0 && !take_usual_run(now)) break;
     if (batch_members_ >= max_batch_) break;
     const Ticket* f = ready_.peek();
     if (f == nullptr) break;
@@ -459,41 +459,45 @@ int64_t Engine::choose_batch(Time now) {
 }
 
 // Takes the run of ready tickets at the queue's front whose sessions are settled single callers
-// (Session::settled_single) and whose blocks fit, with the pool, the batch and its passes in
-// locals: the stores into each session would otherwise make the compiler reload and store them
-// once per frame. Stops at the first ticket it does not cover, which take() then serves.
-void Engine::take_usual_run(Time now) {
+// (Session::usual_single, past FrameRule::settled) and whose blocks fit, with the pool and the
+// sums that price them in locals: the stores into each session would otherwise make the compiler
+// reload and store them once per frame. Stops at the first ticket it does not cover; returns true
+// when that ticket is released by now (take() must look at it), false when nothing more can join
+// from the ring (the next ticket is not released, the ring is empty or the batch is full).
+bool Engine::take_usual_run(Time now) {
   const size_t run = ready_.front_run();
   const size_t limit = std::min(run, static_cast<size_t>(max_batch_ - batch_members_));
-  const FrameRule rule = rule_;
+  const int64_t settled = rule_.settled, n_kv = n_kv_;
+  const kv::BlockSize bs = block_size_;
   const int64_t free = pool_.free();
   const bool far = this->far();
-  int64_t allocated = 0, sum_cached = 0;
-  double sum_twice_keys = 0;
+  int64_t left = free, sum_ctx = 0;
   Session* const sessions = sessions_.data();
   const uint32_t* const incarnation = incarnation_.data();
   size_t k = 0;
+  bool released = false;
   for (; k < limit; ++k) {
     const Ticket& t = ready_.run_at(k);
     if (t.release > now) break;
+    released = true;
     if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
-    if (incarnation[t.id] != t.incarnation || !s.settled_single()) break;
-    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
-    const int64_t need = rule.later_new_blocks(s);
-    if (need > free - allocated) break;
-    allocated += need;
+    if (incarnation[t.id] != t.incarnation || !s.usual_single() || s.ctx < settled) break;
+    assert(s.next_frame > 0 && s.held == kv::resident_blocks(s.ctx, window_, bs));
+    const int64_t need = kv::settled_new_blocks(s.ctx, n_kv, bs);
+    if (need > left) break;
+    released = false;
+    left -= need;
     s.held += need;
     s.in_step = true;
-    const int64_t cached = rule.cached(s.ctx);
-    sum_cached += cached;
-    sum_twice_keys += static_cast<double>(twice_keys_per_query(rule.n_in, cached, rule.twice_cap));
+    sum_ctx += s.ctx;
   }
   ready_.move_run(k, batch_);
   // Within a step the pool only fills, so its peak is where this run leaves it.
-  pool_.allocate_fitting(allocated);
+  pool_.allocate_fitting(free - left);
   batch_members_ += static_cast<int64_t>(k);
-  passes_.add_run(static_cast<int64_t>(k), rule.n_in, sum_cached, sum_twice_keys, rule.n_out);
+  if (k > 0) rule_.add_settled_run(static_cast<int64_t>(k), sum_ctx, passes_);
+  return released;
 }
 
 // Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
@@ -621,14 +625,14 @@ void Engine::on_step_done(Time now) {
     Session& s = sessions[t.id];
     if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
-    const int64_t keep = rule.kept_blocks(s);
+    const int64_t f = rule.freed_blocks(s);
+    if (f < 0) throw std::logic_error("Engine: a step left a session more blocks");
     s.ctx += rule.appended(s);
-    assert(keep == kv::resident_blocks(s.ctx, rule.w, rule.bs));
+    s.held -= f;
+    freed += f * s.count;
+    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
     s.recompute = 0;
-    if (keep > s.held) throw std::logic_error("Engine: a step left a session more blocks");
-    freed += (s.held - keep) * s.count;
-    s.held = keep;
-    most_resident = std::max(most_resident, keep);
+    most_resident = std::max(most_resident, s.held);
     // Without jitter a frame is released on its schedule (arrival + frame x period).
     Time scheduled = s.next_release;
     if (jitter) [[unlikely]]

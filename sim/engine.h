@@ -23,6 +23,7 @@
 #include "sim/cost/pass_shape.h"
 #include "sim/event_queue.h"
 #include "sim/frame_ledger.h"
+#include "sim/frame_rule.h"
 #include "sim/phase_spread.h"
 #include "sim/pool_sizing.h"
 #include "sim/ready_queue.h"
@@ -64,47 +65,7 @@ class Engine {
   void try_start_step(Time now);
   int64_t choose_batch(Time now);
   bool take(const Ticket& t, Time now);
-  void take_usual_run(Time now);
-  // The frame scheduler's per-frame arithmetic on the scenario's constants. The loops that run it
-  // once per served frame copy it into a local: the stores into sessions would otherwise make the
-  // compiler reload every constant from the engine, once per frame.
-  struct FrameRule {
-    int64_t n_kv, prompt, n_in, n_out;
-    kv::Window w;
-    kv::BlockSize bs;
-    // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there).
-    int64_t settled = kv::settled_from(w, bs);
-    int64_t cached_cap = kv::settled_cached_cap(w);
-    int64_t twice_cap = twice_keys_cap(w);
-
-    // KV tokens the session's next frame appends (its prompt first).
-    int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }
-    // Blocks the session holds while its next frame is served.
-    int64_t step_blocks(const Session& s) const {
-      return kv::step_blocks(s.ctx, appended(s), w, bs);
-    }
-    // Blocks its next frame allocates, for a live session between steps (which holds
-    // resident_blocks(ctx)), past its first frame (which appends n_kv).
-    int64_t later_new_blocks(const Session& s) const {
-      return s.ctx >= settled ? kv::settled_new_blocks(s.ctx, n_kv, bs)
-                              : kv::step_blocks(s.ctx, n_kv, w, bs) - s.held;
-    }
-    // Blocks a session keeps once its frame is served (it held step_blocks while it was).
-    int64_t kept_blocks(const Session& s) const {
-      return s.ctx >= settled ? s.held - kv::settled_freed_blocks(s.ctx, appended(s), w, bs)
-                              : kv::resident_blocks(s.ctx + appended(s), w, bs);
-    }
-    // The cached visible keys a pass reads for a session that has cached ctx tokens.
-    int64_t cached(int64_t ctx) const {
-      return ctx >= settled ? std::min(ctx, cached_cap) : kv::visible_keys(ctx, w) - 1;
-    }
-    // Every member ingests its frame (with its prompt first, or its history to recompute after a
-    // preemption) over its cached visible keys, then decodes.
-    void add_passes(const Session& s, FramePasses& p) const {
-      p.add(s.count, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
-            s.recompute > 0 ? 0 : cached(s.ctx), n_out, w);
-    }
-  };
+  bool take_usual_run(Time now);
   double pass_seconds() const;
   void start_step(Time now, double seconds);
   void vllm_start_step(Time now);

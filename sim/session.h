@@ -41,10 +41,10 @@ struct Session : CohortState {
   int64_t admit_order = 0;
   int64_t count = 1;
 
-  // The usual case of a frame, which the engine serves in bulk: one live caller past its first
-  // frame (no prompt), not waiting for blocks, with nothing to recompute.
-  bool settled_single() const {
-    return count == 1 && state == State::kLive && !stalled && next_frame > 0 && recompute == 0;
+  // The usual case of a frame, which the engine serves in bulk once the context has settled: one
+  // live caller, not waiting for blocks, with nothing to recompute.
+  bool usual_single() const {
+    return count == 1 && state == State::kLive && !stalled && recompute == 0;
   }
 };
 

@@ -75,8 +75,11 @@ struct FramePasses {
     }
   }
   double seconds(const CostModel& cost) const {
-    return cost.pass_seconds(ingest) +
-           static_cast<double>(decode_passes) * cost.pass_seconds(decode);
+    const double in = cost.pass_seconds(ingest);
+    // Without decode passes the second term is 0 x a finite price, so the sum is `in` exactly: one
+    // cost-model call fewer per step where each frame has one output token.
+    if (decode_passes == 0) return in;
+    return in + static_cast<double>(decode_passes) * cost.pass_seconds(decode);
   }
 };
 

@@ -1,0 +1,61 @@
+// The frame scheduler's per-frame arithmetic on a scenario's constants: the KV a frame appends,
+// the blocks it takes and frees, and the passes that price it. The engine's loops that run it once
+// per served frame copy it into a local: the stores into sessions would otherwise make the compiler
+// reload every constant from the engine, once per frame.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/kv_window.h"
+#include "sim/cost/pass_shape.h"
+#include "sim/session.h"
+
+namespace metronome {
+
+struct FrameRule {
+  int64_t n_kv, prompt, n_in, n_out;
+  kv::Window w;
+  kv::BlockSize bs;
+  // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there).
+  int64_t settled = kv::settled_from(w, bs);
+  int64_t cached_cap = kv::settled_cached_cap(w);
+  int64_t twice_cap = twice_keys_cap(w);
+
+  // KV tokens the session's next frame appends (its prompt first).
+  int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }
+  // Blocks the session holds while its next frame is served.
+  int64_t step_blocks(const Session& s) const { return kv::step_blocks(s.ctx, appended(s), w, bs); }
+  // Blocks each member frees once its frame is served (it held step_blocks while it was).
+  int64_t freed_blocks(const Session& s) const {
+    return s.ctx >= settled ? kv::settled_freed_blocks(s.ctx, appended(s), w, bs)
+                            : s.held - kv::resident_blocks(s.ctx + appended(s), w, bs);
+  }
+  // The cached visible keys a pass reads for a session that has cached ctx tokens.
+  int64_t cached(int64_t ctx) const {
+    return ctx >= settled ? std::min(ctx, cached_cap) : kv::visible_keys(ctx, w) - 1;
+  }
+  // Every member ingests its frame (with its prompt first, or its history to recompute after a
+  // preemption) over its cached visible keys, then decodes.
+  void add_passes(const Session& s, FramePasses& p) const {
+    p.add(s.count, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
+          s.recompute > 0 ? 0 : cached(s.ctx), n_out, w);
+  }
+  // add_passes for each of k settled single callers (past their first frame, ctx >= settled),
+  // from the sum of their contexts: each reads min(ctx, cached_cap) cached keys, which is the
+  // cap when windowed (settled is past it) and ctx unbounded. The sums are whole numbers, exact
+  // below 2^53 in any order, so this equals the per-session adds bit for bit.
+  void add_settled_run(int64_t k, int64_t sum_ctx, FramePasses& p) const {
+    if (w.unbounded()) {
+      p.add_run(k, n_in, sum_ctx,
+                2.0 * static_cast<double>(sum_ctx) + static_cast<double>(k * (n_in + 1)), n_out);
+    } else {
+      p.add_run(k, n_in, k * cached_cap,
+                static_cast<double>(k) *
+                    static_cast<double>(twice_keys_per_query(n_in, cached_cap, twice_cap)),
+                n_out);
+    }
+  }
+};
+
+}  // namespace metronome

@@ -1,0 +1,82 @@
+// The frame rule the engine's bulk paths use against its general forms: a run of settled callers
+// priced from the sum of their contexts equals adding each caller's passes, bit for bit; and a
+// caller walked frame by frame takes and frees exactly the blocks the general counts give, before
+// and after its context settles.
+#include "sim/frame_rule.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace metronome {
+namespace {
+
+void expect_same(const PassShape& a, const PassShape& b) {
+  EXPECT_EQ(a.sessions, b.sessions);
+  EXPECT_EQ(a.query_tokens, b.query_tokens);
+  EXPECT_EQ(a.kv_read_tokens, b.kv_read_tokens);
+  EXPECT_EQ(a.qk_pairs, b.qk_pairs);
+}
+
+std::vector<FrameRule> rules() {
+  std::vector<FrameRule> out;
+  for (kv::Window w : {kv::Window{}, kv::Window{480, 16}, kv::Window{7, 0}, kv::Window{3, 5}}) {
+    for (int64_t bs : {1, 12, 16}) {
+      for (int64_t n_in : {0, 1, 4}) {
+        for (int64_t n_out : {1, 3}) {
+          out.push_back(FrameRule{3, 40, n_in, n_out, w, kv::BlockSize(bs)});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(FrameRule, SettledRunEqualsAddingEachCaller) {
+  for (const FrameRule& r : rules()) {
+    FramePasses each, run;
+    each.add(2, 5, 40, r.n_out, r.w);  // something already in the step
+    run.add(2, 5, 40, r.n_out, r.w);
+    int64_t k = 0, sum_ctx = 0;
+    for (int64_t i = 0; i < 300; ++i) {
+      Session s;
+      s.next_frame = 1 + i;
+      s.ctx = r.settled + (i * 37) % 2000;
+      r.add_passes(s, each);
+      ++k;
+      sum_ctx += s.ctx;
+    }
+    r.add_settled_run(k, sum_ctx, run);
+    expect_same(each.ingest, run.ingest);
+    expect_same(each.decode, run.decode);
+    EXPECT_EQ(each.decode_passes, run.decode_passes);
+  }
+}
+
+// One caller's frames from the first: what it holds while served is step_blocks, what it keeps is
+// the resident count of its new context, and past `settled` the engine's bulk take allocates
+// settled_new_blocks(ctx, n_kv).
+TEST(FrameRule, CallerWalkTakesAndFreesTheGeneralCounts) {
+  for (const FrameRule& r : rules()) {
+    Session s;
+    int64_t settled_frames = 0;
+    for (int frame = 0; frame < 400; ++frame) {
+      const int64_t total = r.step_blocks(s);
+      if (s.ctx >= r.settled) {
+        ASSERT_EQ(kv::settled_new_blocks(s.ctx, r.n_kv, r.bs), total - s.held) << s.ctx;
+        ++settled_frames;
+      }
+      s.held = total;
+      const int64_t freed = r.freed_blocks(s);
+      ASSERT_GE(freed, 0);
+      s.ctx += r.appended(s);
+      s.held -= freed;
+      ASSERT_EQ(s.held, kv::resident_blocks(s.ctx, r.w, r.bs)) << "frame " << frame;
+      ++s.next_frame;
+    }
+    EXPECT_GT(settled_frames, 100);
+  }
+}
+
+}  // namespace
+}  // namespace metronome
