@@ -97,7 +97,7 @@ RunResult Engine::run() {
     ledger_.sample_until(e.time, sessions_, [this] { return gauges(); });
     switch (e.kind()) {
       case EventKind::kDeparture:
-        if (incarnation_[e.target] == e.incarnation) on_departure(e.target);
+        if (sessions_[e.target].incarnation == e.incarnation) on_departure(e.target);
         break;
       case EventKind::kStepDone:
         on_step_done(e.time);
@@ -176,13 +176,13 @@ void Engine::on_arrival(Time now) {
   }
   // Identical callers start their clocks at the same instant.
   const bool twin = start == last_arrival_;
-  if (twin && incarnation_[last_arrival_id_] == last_arrival_incarnation_) {
+  if (twin && sessions_[last_arrival_id_].incarnation == last_arrival_incarnation_) {
     sessions_[last_arrival_id_].twin = true;
   }
   last_arrival_ = start;
   const int64_t id = new_slot();
   last_arrival_id_ = id;
-  last_arrival_incarnation_ = incarnation_[id];
+  last_arrival_incarnation_ = sessions_[id].incarnation;
   Session& s = sessions_[id];
   s.arrival = start;
   s.twin = twin;
@@ -193,7 +193,7 @@ void Engine::on_arrival(Time now) {
     s.end = kNever;
   } else {
     s.end = start + d;
-    events_.push(s.end, EventKind::kDeparture, id, incarnation_[id]);
+    events_.push(s.end, EventKind::kDeparture, id, s.incarnation);
   }
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
@@ -216,10 +216,11 @@ int64_t Engine::new_slot() {
       throw std::length_error("Engine: more than 2^31 - 1 session slots");
     }
     sessions_.emplace_back();
-    incarnation_.push_back(0);
   }
-  next_incarnation(id);
+  const uint32_t incarnation = sessions_[id].incarnation;
   sessions_[id] = Session{};
+  sessions_[id].incarnation = incarnation;
+  next_incarnation(id);
   return id;
 }
 
@@ -228,11 +229,13 @@ int64_t Engine::split(int64_t id, int64_t keep) {
   const int64_t n = new_slot();
   Session& rest = sessions_[n];
   Session& s = sessions_[id];
+  const uint32_t incarnation = rest.incarnation;
   rest = s;
+  rest.incarnation = incarnation;
   rest.count = s.count - keep;
   rest.admit_order = s.admit_order + keep;
   s.count = keep;
-  if (rest.end != kNever) events_.push(rest.end, EventKind::kDeparture, n, incarnation_[n]);
+  if (rest.end != kNever) events_.push(rest.end, EventKind::kDeparture, n, rest.incarnation);
   return n;
 }
 
@@ -243,7 +246,7 @@ bool Engine::absorb_into_back(int64_t id) {
   const Ticket b = ready_.back();
   Session& c = sessions_[b.id];
   const Session& s = sessions_[id];
-  if (incarnation_[b.id] != b.incarnation || c.admit_order + c.count != s.admit_order ||
+  if (c.incarnation != b.incarnation || c.admit_order + c.count != s.admit_order ||
       c.state != Session::State::kLive || c.in_step || c.stalled ||
       static_cast<const CohortState&>(c) != static_cast<const CohortState&>(s)) {
     return false;
@@ -428,15 +431,14 @@ int64_t Engine::choose_batch(Time now) {
   // Once no blocked frame is left to merge (it stays so for the pass: a frame blocked now is put
   // at or before the cursor), the step takes ready frames from the queue's front alone.
   while (batch_members_ < max_batch_) {
-    if (ready_.front_run() > 0 && !take_usual_run(now)) break;
+    take_usual_run(now);
     if (batch_members_ >= max_batch_) break;
     const Ticket* f = ready_.peek();
-    if (f == nullptr) break;
+    if (f == nullptr || f->release > now) break;
     if (!valid(*f)) {
       ready_.pop_front();
       continue;
     }
-    if (f->release > now) break;
     const Ticket t = *f;
     ready_.pop_front();
     if (!take(t, now)) {
@@ -458,46 +460,44 @@ int64_t Engine::choose_batch(Time now) {
   return blocked;
 }
 
-// Takes the run of ready tickets at the queue's front whose sessions are settled single callers
-// (Session::usual_single, past FrameRule::settled) and whose blocks fit, with the pool and the
-// sums that price them in locals: the stores into each session would otherwise make the compiler
-// reload and store them once per frame. Stops at the first ticket it does not cover; returns true
-// when that ticket is released by now (take() must look at it), false when nothing more can join
-// from the ring (the next ticket is not released, the ring is empty or the batch is full).
-bool Engine::take_usual_run(Time now) {
-  const size_t run = ready_.front_run();
+// Takes the run of ready tickets at the queue's front (ReadyQueue::run_bound) whose sessions are
+// usual single callers (Session::usual_single) and whose blocks fit,
+// with the pool and the sums that price them in locals: the stores into each session would
+// otherwise make the compiler reload and store them once per frame. Stops at the first ticket it
+// does not cover, which the one-by-one path then looks at.
+void Engine::take_usual_run(Time now) {
+  const size_t run = ready_.ring_size();
+  const Time bound = std::min(now, ready_.run_bound());
+  if (run == 0 || ready_.run_at(0).release > bound) return;
   const size_t limit = std::min(run, static_cast<size_t>(max_batch_ - batch_members_));
-  const int64_t settled = rule_.settled, n_kv = n_kv_;
-  const kv::BlockSize bs = block_size_;
+  const FrameRule& rule = rule_;
   const int64_t free = pool_.free();
   const bool far = this->far();
-  int64_t left = free, sum_ctx = 0;
+  int64_t left = free;
+  FrameRule::RunSums sums;
   Session* const sessions = sessions_.data();
-  const uint32_t* const incarnation = incarnation_.data();
+  batch_.reserve(batch_.size() + limit);
   size_t k = 0;
-  bool released = false;
   for (; k < limit; ++k) {
     const Ticket& t = ready_.run_at(k);
-    if (t.release > now) break;
-    released = true;
+    if (t.release > bound) break;
     if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
-    if (incarnation[t.id] != t.incarnation || !s.usual_single() || s.ctx < settled) break;
-    assert(s.next_frame > 0 && s.held == kv::resident_blocks(s.ctx, window_, bs));
-    const int64_t need = kv::settled_new_blocks(s.ctx, n_kv, bs);
+    if (s.incarnation != t.incarnation || !s.usual_single()) break;
+    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
+    const int64_t need = rule.later_new_blocks(s.ctx, s.held);
     if (need > left) break;
-    released = false;
     left -= need;
     s.held += need;
     s.in_step = true;
-    sum_ctx += s.ctx;
+    rule.add_to_run(s.ctx, sums);
+    batch_.push_back({t.id, t.incarnation});
   }
-  ready_.move_run(k, batch_);
+  ready_.pop_run(k);
   // Within a step the pool only fills, so its peak is where this run leaves it.
   pool_.allocate_fitting(free - left);
   batch_members_ += static_cast<int64_t>(k);
-  if (k > 0) rule_.add_settled_run(static_cast<int64_t>(k), sum_ctx, passes_);
-  return released;
+  rule.add_run_passes(sums, passes_);
 }
 
 // Takes ticket t (just off a queue) into the step, as many members as the batch cap leaves room
@@ -515,7 +515,7 @@ bool Engine::take(const Ticket& t, Time now) {
   Session& s = sessions_[t.id];  // split may have moved the slots
   s.in_step = true;
   batch_members_ += s.count;
-  batch_.push_back(t);
+  batch_.push_back({t.id, t.incarnation});
   rule_.add_passes(s, passes_);
   return true;
 }
@@ -614,16 +614,15 @@ void Engine::on_step_done(Time now) {
   const int64_t period = period_;
   const bool jitter = jitter_ > 0;
   Session* const sessions = sessions_.data();
-  const uint32_t* const incarnation = incarnation_.data();
-  const Ticket* const batch = batch_.data();
+  const Member* const batch = batch_.data();
   const size_t n = batch_.size();
   uint64_t seq = next_seq_;
   const bool far = this->far(), cohorts = cohorts_;
   for (size_t i = 0; i < n; ++i) {
     if (far && i + kAhead < n) prefetch(batch[i + kAhead].id);
-    const Ticket& t = batch[i];
+    const Member& t = batch[i];
     Session& s = sessions[t.id];
-    if (incarnation[t.id] != t.incarnation || s.state == Session::State::kGone) continue;
+    if (s.incarnation != t.incarnation || s.state == Session::State::kGone) continue;
     s.in_step = false;
     const int64_t f = rule.freed_blocks(s);
     if (f < 0) throw std::logic_error("Engine: a step left a session more blocks");

@@ -41,6 +41,32 @@ struct FrameRule {
     p.add(s.count, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
           s.recompute > 0 ? 0 : cached(s.ctx), n_out, w);
   }
+  // For a live single caller past its first frame (which appends n_kv), between steps (holding
+  // resident_blocks(ctx)): the blocks its next frame allocates, and its part of a run's sums.
+  int64_t later_new_blocks(int64_t ctx, int64_t held) const {
+    return ctx >= settled ? kv::settled_new_blocks(ctx, n_kv, bs)
+                          : kv::step_blocks(ctx, n_kv, w, bs) - held;
+  }
+  struct RunSums {  // settled callers by their contexts, the others by cached keys and pairs
+    int64_t settled = 0, sum_ctx = 0, young = 0, young_cached = 0;
+    double young_twice_keys = 0;
+  };
+  void add_to_run(int64_t ctx, RunSums& r) const {
+    if (ctx >= settled) [[likely]] {
+      ++r.settled;
+      r.sum_ctx += ctx;
+    } else {
+      const int64_t c = cached(ctx);
+      ++r.young;
+      r.young_cached += c;
+      r.young_twice_keys += static_cast<double>(twice_keys_per_query(n_in, c, twice_cap));
+    }
+  }
+  // add_passes for each caller of a run, from its sums: exact, as the sums are whole numbers.
+  void add_run_passes(const RunSums& r, FramePasses& p) const {
+    if (r.settled > 0) add_settled_run(r.settled, r.sum_ctx, p);
+    p.add_run(r.young, n_in, r.young_cached, r.young_twice_keys, n_out);
+  }
   // add_passes for each of k settled single callers (past their first frame, ctx >= settled),
   // from the sum of their contexts: each reads min(ctx, cached_cap) cached keys, which is the
   // cap when windowed (settled is past it) and ctx unbounded. The sums are whole numbers, exact

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sim/ring_queue.h"
@@ -58,15 +59,15 @@ class ReadyQueue {
       ring_.pop_front();
     }
   }
-  // The tickets at the ring's front that come before every heap ticket, taken in bulk: the run's
-  // length (the whole ring while the heap is empty, else none), the k-th of it, and moving the
-  // first n of it to the back of `out`.
-  size_t front_run() const { return heap_.empty() ? ring_.size() : 0; }
-  const Ticket& run_at(size_t k) const { return ring_[k]; }
-  void move_run(size_t n, std::vector<Ticket>& out) {
-    ring_.copy_front(n, out);
-    ring_.pop_front(n);
+  // The tickets at the ring's front released by run_bound() come before every heap ticket (all of
+  // the ring while the heap is empty; ties in release go to the one-by-one path): the engine takes
+  // them in bulk, reading the k-th with run_at(k) and popping the first n with pop_run(n).
+  Time run_bound() const {
+    return heap_.empty() ? std::numeric_limits<Time>::max() : heap_.front().release - 1;
   }
+  size_t ring_size() const { return ring_.size(); }
+  const Ticket& run_at(size_t k) const { return ring_[k]; }
+  void pop_run(size_t n) { ring_.pop_front(n); }
   [[gnu::always_inline]] void push(const Ticket& t) {
     if (ring_.empty() || !earlier(t, ring_.back())) [[likely]] {
       ring_.push_back(t);

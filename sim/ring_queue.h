@@ -2,7 +2,6 @@
 // every few dozen push/pop pairs; the engine's ready queue does that millions of times per run.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -39,12 +38,6 @@ class RingQueue {
   void pop_front(size_t n) {  // n <= size()
     head_ = (head_ + n) & mask_;
     size_ -= n;
-  }
-  // Appends the first n (n <= size()) to `out`, in order: at most two contiguous copies.
-  void copy_front(size_t n, std::vector<T>& out) const {
-    const size_t first = std::min(n, buf_.size() - head_);
-    out.insert(out.end(), buf_.begin() + head_, buf_.begin() + head_ + first);
-    out.insert(out.end(), buf_.begin(), buf_.begin() + (n - first));
   }
 
  private:

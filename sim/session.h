@@ -36,16 +36,25 @@ struct CohortState {
 };
 
 struct Session : CohortState {
+  // The slot's incarnation, which tickets and events carry (engine.h): it outlives the slot's
+  // reuse, so it is no part of the cohort state. It sits in CohortState's tail padding, beside the
+  // fields every served frame reads, so a ticket is checked without touching another cache line.
+  // 32 bits, as in the tickets (a ticket is 32 bytes): a slot would have to be reused 2^32 times
+  // while a stale ticket for it waits in a queue to be mistaken for a live one.
+  uint32_t incarnation = 0;
   // A cohort's `count` members have consecutive admit orders from `admit_order`; larger is newer,
   // and preemption takes the newest first.
   int64_t admit_order = 0;
   int64_t count = 1;
 
-  // The usual case of a frame, which the engine serves in bulk once the context has settled: one
-  // live caller, not waiting for blocks, with nothing to recompute.
+  // The usual case of a frame, which the engine serves in bulk: one live caller past its first
+  // frame (no prompt), not waiting for blocks, with nothing to recompute.
   bool usual_single() const {
-    return count == 1 && state == State::kLive && !stalled && recompute == 0;
+    return count == 1 && state == State::kLive && !stalled && next_frame > 0 && recompute == 0;
   }
 };
+
+// The memory budget per live session (bench_sim's 1M-session case) counts on this.
+static_assert(sizeof(Session) <= 104, "Session outgrew its 104 bytes");
 
 }  // namespace metronome

@@ -1,7 +1,7 @@
-// The frame rule the engine's bulk paths use against its general forms: a run of settled callers
-// priced from the sum of their contexts equals adding each caller's passes, bit for bit; and a
-// caller walked frame by frame takes and frees exactly the blocks the general counts give, before
-// and after its context settles.
+// The frame rule the engine's bulk paths use against its general forms: a run of callers priced
+// from its sums (settled callers by their contexts alone) equals adding each caller's passes, bit
+// for bit; and a caller walked frame by frame takes and frees exactly the blocks the general
+// counts give, before and after its context settles.
 #include "sim/frame_rule.h"
 
 #include <gtest/gtest.h>
@@ -32,21 +32,23 @@ std::vector<FrameRule> rules() {
   return out;
 }
 
-TEST(FrameRule, SettledRunEqualsAddingEachCaller) {
+// Callers on both sides of the settled threshold, in one run: its sums price it as adding each.
+TEST(FrameRule, RunSumsEqualAddingEachCaller) {
   for (const FrameRule& r : rules()) {
     FramePasses each, run;
     each.add(2, 5, 40, r.n_out, r.w);  // something already in the step
     run.add(2, 5, 40, r.n_out, r.w);
-    int64_t k = 0, sum_ctx = 0;
+    FrameRule::RunSums sums;
     for (int64_t i = 0; i < 300; ++i) {
       Session s;
       s.next_frame = 1 + i;
-      s.ctx = r.settled + (i * 37) % 2000;
+      s.ctx = 1 + (i * 37) % (r.settled + 2000);
       r.add_passes(s, each);
-      ++k;
-      sum_ctx += s.ctx;
+      r.add_to_run(s.ctx, sums);
     }
-    r.add_settled_run(k, sum_ctx, run);
+    EXPECT_GT(sums.settled, 0);
+    if (!r.w.unbounded()) EXPECT_GT(sums.young, 0);
+    r.add_run_passes(sums, run);
     expect_same(each.ingest, run.ingest);
     expect_same(each.decode, run.decode);
     EXPECT_EQ(each.decode_passes, run.decode_passes);
@@ -62,6 +64,7 @@ TEST(FrameRule, CallerWalkTakesAndFreesTheGeneralCounts) {
     int64_t settled_frames = 0;
     for (int frame = 0; frame < 400; ++frame) {
       const int64_t total = r.step_blocks(s);
+      if (s.next_frame > 0) ASSERT_EQ(r.later_new_blocks(s.ctx, s.held), total - s.held) << s.ctx;
       if (s.ctx >= r.settled) {
         ASSERT_EQ(kv::settled_new_blocks(s.ctx, r.n_kv, r.bs), total - s.held) << s.ctx;
         ++settled_frames;
