@@ -101,9 +101,10 @@ class Engine {
   static constexpr size_t kAhead = 16;
   static constexpr size_t kPrefetchFromSlots = 4096;  // 4096 x 104-byte sessions: 416 KiB
   bool far() const { return sessions_.size() >= kPrefetchFromSlots; }
-  void prefetch(int64_t id) const {
-    __builtin_prefetch(&sessions_[id]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&sessions_[id]) + 64);
+  void prefetch(int64_t id) const {  // the first and last cache lines of the per-frame fields
+    const Session& s = sessions_[id];
+    __builtin_prefetch(&s.frames_total);
+    __builtin_prefetch(reinterpret_cast<const char*>(&s + 1) - 1);
   }
   void purge_ready_front() {
     while (!ready_.empty() && !valid(ready_.front())) ready_.pop_front();
