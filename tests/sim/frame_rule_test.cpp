@@ -8,15 +8,10 @@
 
 #include <vector>
 
+#include "tests/sim/expect_same_passes.h"
+
 namespace metronome {
 namespace {
-
-void expect_same(const PassShape& a, const PassShape& b) {
-  EXPECT_EQ(a.sessions, b.sessions);
-  EXPECT_EQ(a.query_tokens, b.query_tokens);
-  EXPECT_EQ(a.kv_read_tokens, b.kv_read_tokens);
-  EXPECT_EQ(a.qk_pairs, b.qk_pairs);
-}
 
 std::vector<FrameRule> rules() {
   std::vector<FrameRule> out;
@@ -49,9 +44,7 @@ TEST(FrameRule, RunSumsEqualAddingEachCaller) {
     EXPECT_GT(sums.settled, 0);
     if (!r.w.unbounded()) EXPECT_GT(sums.young, 0);
     r.add_run_passes(sums, run);
-    expect_same(each.ingest, run.ingest);
-    expect_same(each.decode, run.decode);
-    EXPECT_EQ(each.decode_passes, run.decode_passes);
+    expect_same(each, run);
   }
 }
 

@@ -6,15 +6,10 @@
 
 #include <vector>
 
+#include "tests/sim/expect_same_passes.h"
+
 namespace metronome {
 namespace {
-
-void expect_same(const PassShape& a, const PassShape& b) {
-  EXPECT_EQ(a.sessions, b.sessions);
-  EXPECT_EQ(a.query_tokens, b.query_tokens);
-  EXPECT_EQ(a.kv_read_tokens, b.kv_read_tokens);
-  EXPECT_EQ(a.qk_pairs, b.qk_pairs);
-}
 
 TEST(PassShape, RunOfSessionsEqualsAddingEach) {
   for (kv::Window w : {kv::Window{}, kv::Window{480, 16}, kv::Window{7, 0}}) {
@@ -33,9 +28,7 @@ TEST(PassShape, RunOfSessionsEqualsAddingEach) {
           sum_twice += static_cast<double>(twice_keys_per_query(q, cached, twice_keys_cap(w)));
         }
         run.add_run(k, q, sum_cached, sum_twice, n_out);
-        expect_same(each.ingest, run.ingest);
-        expect_same(each.decode, run.decode);
-        EXPECT_EQ(each.decode_passes, run.decode_passes);
+        expect_same(each, run);
       }
     }
   }
