@@ -461,10 +461,10 @@ int64_t Engine::choose_batch(Time now) {
 }
 
 // Takes the run of ready tickets at the queue's front (ReadyQueue::run_bound) whose sessions are
-// usual single callers (Session::usual_single) and whose blocks fit,
-// with the pool and the sums that price them in locals: the stores into each session would
-// otherwise make the compiler reload and store them once per frame. Stops at the first ticket it
-// does not cover, which the one-by-one path then looks at.
+// usual single callers (Session::usual_single) and whose blocks fit, with the pool and the sums
+// that price them in locals: the stores into each session would otherwise make the compiler
+// reload and store them once per frame. Stops at the first ticket it does not cover, which the
+// one-by-one path then looks at.
 void Engine::take_usual_run(Time now) {
   const size_t run = ready_.ring_size();
   const Time bound = std::min(now, ready_.run_bound());
