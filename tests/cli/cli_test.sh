@@ -3,23 +3,7 @@
 # names the field; good runs produce parseable JSON, CSV and a Perfetto trace.
 #   cli_test.sh <metronome binary> <source dir>
 set -u
-bin=$1
-src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-
-# expect_error <regex> <args...>: exit status 2 and stderr matching regex, nothing on stdout.
-expect_error() {
-  local want=$1
-  shift
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne 2 ]] || ! grep -Eq "$want" "$tmp/err" || [[ -s "$tmp/out" ]]; then
-    echo "FAIL: metronome $* -> rc=$rc, stderr: $(cat "$tmp/err")"
-    fails=$((fails + 1))
-  fi
-}
+source "$(dirname "$0")/cli_lib.sh"
 
 printf '{ "model": "moshi", ' >"$tmp/malformed.json"
 expect_error 'malformed.json: not valid JSON' simulate --scenario "$tmp/malformed.json"
@@ -41,9 +25,9 @@ printf 'GGUF\007\000\000\000' >"$tmp/v7.gguf"
 expect_error 'v7.gguf: byte 8: version 7, expected 2 or 3' quality --model "$tmp/v7.gguf"
 
 # A good run: JSON to stdout, files in --out, a trace.
-"$bin" simulate --set horizon_s=120 --json --out "$tmp/run" --trace "$tmp/trace.json" >"$tmp/run.json" || {
-  echo "FAIL: simulate exited $?"; fails=$((fails + 1)); }
-/usr/bin/python3 - "$tmp" <<'PY' || fails=$((fails + 1))
+"$bin" simulate --set horizon_s=120 --json --out "$tmp/run" --trace "$tmp/trace.json" >"$tmp/run.json" ||
+  fail "simulate exited $?"
+/usr/bin/python3 - "$tmp" <<'PY' || fail "the outputs do not parse"
 import csv, json, math, sys
 tmp = sys.argv[1]
 run = json.load(open(f"{tmp}/run.json"))
@@ -67,19 +51,15 @@ PY
 # Same seed, same bytes.
 a=$("$bin" simulate --set horizon_s=60 --json --seed 3 --set 'workload.arrival={"type":"poisson","rate_per_s":5}')
 b=$("$bin" simulate --set horizon_s=60 --json --seed 3 --set 'workload.arrival={"type":"poisson","rate_per_s":5}')
-[[ "$a" == "$b" ]] || { echo "FAIL: same seed differs"; fails=$((fails + 1)); }
+[[ "$a" == "$b" ]] || fail "same seed differs"
 
 # Help explains options with units and defaults.
-"$bin" simulate --help | grep -q -- "--scenario" || { echo "FAIL: simulate --help"; fails=$((fails + 1)); }
-"$bin" --help | grep -q "predict" || { echo "FAIL: --help lists predict"; fails=$((fails + 1)); }
+"$bin" simulate --help | grep -q -- "--scenario" || fail "simulate --help"
+"$bin" --help | grep -q "predict" || fail "--help lists predict"
 
 # Every shipped scenario loads and predicts.
 for f in "$src"/scenarios/default.json "$src"/scenarios/canonical/*.json; do
-  "$bin" predict --scenario "$f" --json >/dev/null || { echo "FAIL: predict $f"; fails=$((fails + 1)); }
+  "$bin" predict --scenario "$f" --json >/dev/null || fail "predict $f"
 done
 
-if ((fails)); then
-  echo "$fails CLI check(s) failed"
-  exit 1
-fi
-echo "all CLI checks passed"
+finish "CLI checks"

@@ -6,31 +6,8 @@
 # on SIGTERM while expanding; replay checks its inputs before the wall-clock run.
 #   hostile_cli_test.sh <metronome binary> <source dir>
 set -u
-bin=$1
-src=$2
-tmp=$(mktemp -d)
-bg=()
-trap 'for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
-fails=0
-cases=0
-fail() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
+source "$(dirname "$0")/cli_lib.sh"
 
-# expect_error <regex> <args...>: exit 2, stderr matching regex (and under 1000 bytes: no value is
-# dumped whole), nothing on stdout.
-expect_error() {
-  local want=$1
-  shift
-  cases=$((cases + 1))
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne 2 ]] || ! grep -Eq -- "$want" "$tmp/err" || [[ -s "$tmp/out" ]] ||
-    (($(wc -c <"$tmp/err") > 1000)); then
-    fail "metronome $* -> rc=$rc, stderr: $(head -c 600 "$tmp/err")"
-  fi
-}
 # expect_io_error <regex> <args...> with stdout to /dev/full: exit 1 (not 0, not a crash).
 expect_full_disk() {
   local want=$1
@@ -258,8 +235,4 @@ timed_error 'cannot open the calibration file' replay --scenario "$rs" --calibra
 timed_error 'cal_1e308.json: fit.terms\[0\].coefficient' replay --scenario "$rs" --calibration "$tmp/cal_1e308.json" --set horizon_s=60
 timed_error -- "--out $tmp/afile: is a file" replay --scenario "$rs" --set horizon_s=60 --out "$tmp/afile"
 
-if ((fails)); then
-  echo "$fails of $cases hostile-input check(s) failed"
-  exit 1
-fi
-echo "all $cases hostile-input checks passed"
+finish "hostile-input checks"
