@@ -476,7 +476,7 @@ void Engine::take_usual_run(Time now) {
   int64_t left = free;
   FrameRule::RunSums sums;
   Session* const sessions = sessions_.data();
-  batch_.reserve(batch_.size() + limit);
+  Member* const out = batch_.tail(limit);
   size_t k = 0;
   for (; k < limit; ++k) {
     const Ticket& t = ready_.run_at(k);
@@ -491,8 +491,9 @@ void Engine::take_usual_run(Time now) {
     s.held += need;
     s.in_step = true;
     rule.add_to_run(s.ctx, sums);
-    batch_.push_back({t.id, t.incarnation});
+    out[k] = {t.id, t.incarnation};
   }
+  batch_.added(k);
   ready_.pop_run(k);
   // Within a step the pool only fills, so its peak is where this run leaves it.
   pool_.allocate_fitting(free - left);

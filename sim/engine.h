@@ -12,6 +12,7 @@
 // hear nothing.
 #pragma once
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <memory>
@@ -154,9 +155,40 @@ class Engine {
     int32_t id;
     uint32_t incarnation;
   };
-  std::vector<Member> batch_;  // sessions in the running step
-  std::vector<Ticket> kept_;   // scratch: ready sessions the step could not take
-  FramePasses passes_;         // the forward passes of batch_
+  // The running step's members in take order. The bulk take writes a run through a pointer to
+  // the tail: a vector's push_back cost it a dozen instructions per frame, and resizing one first
+  // would zero-fill it.
+  class Batch {
+   public:
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    const Member* data() const { return buf_.get(); }
+    void clear() { size_ = 0; }
+    // Room for n more members past size(), which added(k) then counts (k <= n).
+    Member* tail(size_t n) {
+      if (n > cap_ - size_) grow(size_ + n);
+      return buf_.get() + size_;
+    }
+    void added(size_t k) { size_ += k; }
+    void push_back(Member m) {
+      *tail(1) = m;
+      ++size_;
+    }
+
+   private:
+    void grow(size_t n) {
+      const size_t cap = std::max(n, 2 * cap_);
+      auto bigger = std::make_unique_for_overwrite<Member[]>(cap);
+      std::copy_n(buf_.get(), size_, bigger.get());
+      buf_ = std::move(bigger);
+      cap_ = cap;
+    }
+    std::unique_ptr<Member[]> buf_;
+    size_t size_ = 0, cap_ = 0;
+  };
+  Batch batch_;               // sessions in the running step
+  std::vector<Ticket> kept_;  // scratch: ready sessions the step could not take
+  FramePasses passes_;        // the forward passes of batch_
   // Frames that could not get blocks (stall policy), out of the ready queue until blocks are freed:
   // retrying them on every step would make a stalled engine quadratic in its sessions.
   std::vector<Ticket> blocked_;  // in service order
