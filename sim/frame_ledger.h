@@ -90,13 +90,13 @@ class FrameLedger {
     interval_.frames_served += count;
     if (latency <= deadline_) interval_.frames_on_time += count;
     if (latency <= silence_after_) {
-      interval_answered_.add_bin(bin, latency_s, count);
-      if (true_split_) interval_true_.add_bin(bin, latency_s, count);
-      if (control_on_) control_hist_.add_bin(bin, latency_s, count);
+      interval_answered_.add_bin(bin, count);
+      if (true_split_) interval_true_.add_bin(bin, count);
+      if (control_on_) control_hist_.add_bin(bin, count);
       if (latency > deadline_) result_.frames_reported_late += count;
     } else {
       split_true();
-      interval_true_.add_bin(bin, latency_s, count);
+      interval_true_.add_bin(bin, count);
       late_or_lost_ += count;
       interval_late_ += count;
       if (silence_after_ > deadline_) result_.frames_reported_late += count;

@@ -20,11 +20,10 @@ class LatencyHistogram {
   static constexpr int kMaxExp = 34;   // 2^34 s ~ 544 years: the longest horizon fits
   static constexpr int kBins = (kMaxExp - kMinExp) << kSubBits;
 
-  void add(double seconds, int64_t n = 1) { add_bin(bin_of(seconds), seconds, n); }
-  void add_bin(int bin, double seconds, int64_t n = 1) {
+  void add(double seconds, int64_t n = 1) { add_bin(bin_of(seconds), n); }
+  void add_bin(int bin, int64_t n = 1) {
     bins_[bin] += n;
     count_ += n;
-    sum_ += seconds * static_cast<double>(n);
     // Branches, not selects: past its first frames an interval's range rarely grows.
     if (bin < lo_) [[unlikely]]
       lo_ = bin;
@@ -37,7 +36,6 @@ class LatencyHistogram {
     for (int i = o.lo_; i <= o.hi_; ++i) bins_[i] += o.bins_[i];
     count_ += o.count_;
     censored_ += o.censored_;
-    sum_ += o.sum_;
     if (o.lo_ <= o.hi_) {
       lo_ = o.lo_ < lo_ ? o.lo_ : lo_;
       hi_ = o.hi_ > hi_ ? o.hi_ : hi_;
@@ -46,15 +44,15 @@ class LatencyHistogram {
   void clear() {
     for (int i = lo_; i <= hi_; ++i) bins_[i] = 0;
     count_ = censored_ = 0;
-    sum_ = 0;
     lo_ = kBins;
     hi_ = -1;
   }
 
+  bool operator==(const LatencyHistogram&) const = default;  // the same adds, in any order
+
   int64_t count() const { return count_; }
   int64_t censored() const { return censored_; }
   int64_t total() const { return count_ + censored_; }
-  double mean_observed() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
 
   // p in [0, 1]. Returns the geometric centre of the bin holding the p-quantile of all frames
   // (observed and censored); +inf when it lies among the censored; 0 when there are no frames at
@@ -102,7 +100,6 @@ class LatencyHistogram {
   std::array<int64_t, kBins> bins_{};
   int64_t count_ = 0;
   int64_t censored_ = 0;
-  double sum_ = 0;
   int lo_ = kBins, hi_ = -1;  // range of bins in use
 };
 
