@@ -106,13 +106,16 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
   for (size_t i = 0; i < calls.size(); ++i) frames[i] = f.frames(calls[i], horizon);
   const Time t0 = calls.front().arrival;
   size_t arrived = 0;
-  // Alive calls in arrival order, each with the latest frame it released before the current
-  // window's end before the cap at its last frame: one more each window (no division per call).
+  // Alive calls in arrival order, each with the latest frame it released before window w's end
+  // (before the cap at its last frame): k_at_0 + w, one more each window, with no division nor
+  // store per call. They are scanned for departures only in a window where the earliest alive call
+  // ends.
   struct Alive {
     size_t i;
-    int64_t k;
+    int64_t k_at_0;
   };
   std::vector<Alive> alive;
+  Time first_end = kNever;  // the earliest end among alive calls
   // Unbounded KV holds ceil((prompt + (m + 1) n_kv) / block) blocks at frame m, at most that over
   // the block size plus one: from the sum of the k's, a bound on the window's bound in O(1), which
   // skips the exact sum in the windows where even it stays within the pool.
@@ -125,11 +128,14 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
     int64_t m;
   };
   std::vector<Change> changes;
-  for (Time start = t0; start <= horizon; start += f.period) {
+  int64_t w = 0;
+  for (Time start = t0; start <= horizon; start += f.period, ++w) {
     const Time end = start + f.period;
     while (arrived < calls.size() && calls[arrived].arrival < end) {
-      alive.push_back({arrived, kv::ceil_div(end - calls[arrived].arrival, f.period) - 1});
-      k_sum += alive.back().k;
+      const int64_t k = kv::ceil_div(end - calls[arrived].arrival, f.period) - 1;
+      alive.push_back({arrived, k - w});
+      k_sum += k;
+      first_end = std::min(first_end, calls[arrived].end);
       ++arrived;
     }
     bool within = false;
@@ -145,7 +151,7 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
     int64_t bound = 0;
     if (!within) {
       for (const Alive& a : alive) {
-        const int64_t m = std::min(frames[a.i] - 1, a.k);  // f.latest_before(calls[i], end, ...)
+        const int64_t m = std::min(frames[a.i] - 1, a.k_at_0 + w);  // f.latest_before(end)
         if (m >= 0) bound += f.blocks_at_frame(m);
       }
     }
@@ -185,12 +191,19 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
         }
       }
     }
-    std::erase_if(alive, [&](const Alive& a) {
-      const bool gone = calls[a.i].end != kNever && calls[a.i].end < end;
-      if (gone) k_sum -= a.k;
-      return gone;
-    });
-    for (Alive& a : alive) ++a.k;
+    if (first_end < end) {
+      first_end = kNever;
+      std::erase_if(alive, [&](const Alive& a) {
+        const Time e = calls[a.i].end;
+        const bool gone = e != kNever && e < end;
+        if (gone) {
+          k_sum -= a.k_at_0 + w;
+        } else {
+          first_end = std::min(first_end, e);
+        }
+        return gone;
+      });
+    }
     k_sum += static_cast<int64_t>(alive.size());
     if (alive.empty() && arrived == calls.size()) break;
   }
