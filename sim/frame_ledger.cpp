@@ -98,7 +98,7 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
   if (observer_) {
     // A copy: the run's totals fold interval_ as served, the time series reads by deadline.
     Sample x = interval_;
-    x.tokens_produced = n_out_ * interval_.frames_served;  // every frame served produced n_out
+    x.tokens_produced = n_out_ * interval_served();  // every frame served produced n_out
     x.frames_served = ahead_served_[ahead_head_];
     x.frames_on_time = ahead_on_time_[ahead_head_];
     ahead_served_[ahead_head_] = ahead_on_time_[ahead_head_] = 0;
@@ -144,10 +144,10 @@ void FrameLedger::fold_interval() {
   result_.true_latency.merge(interval_true());
   result_.reported_latency.merge(interval_answered_);
   if (interval_late_ > 0) result_.reported_latency.add(to_seconds(silence_after_), interval_late_);
-  result_.frames_served += interval_.frames_served;
+  result_.frames_served += interval_served();
   result_.frames_on_time += interval_.frames_on_time;
   result_.frames_silent += interval_late_;
-  result_.tokens_produced += n_out_ * interval_.frames_served;
+  result_.tokens_produced += n_out_ * interval_served();
   interval_ = Sample{};
   interval_answered_.clear();
   interval_true_.clear();

@@ -87,7 +87,6 @@ class FrameLedger {
     if (observer_) by_deadline(scheduled + silence_after_, latency, count);
     const double latency_s = to_seconds(latency);
     const int bin = LatencyHistogram::bin_of(latency_s);
-    interval_.frames_served += count;
     if (latency <= deadline_) interval_.frames_on_time += count;
     if (latency <= silence_after_) {
       interval_answered_.add_bin(bin, count);
@@ -143,6 +142,8 @@ class FrameLedger {
     return true_split_ ? interval_true_ : interval_answered_;
   }
   int64_t interval_late_ = 0;  // frames served after silence_after_s in the interval
+  // Every frame served is answered in time or late, so its count needs no add of its own.
+  int64_t interval_served() const { return interval_answered_.count() + interval_late_; }
   int64_t interval_rejected_ = 0;
   // The time series counts a frame answered in time in the interval holding its silence deadline,
   // where it is due, so an interval never shows more frames served than due: per interval from the
