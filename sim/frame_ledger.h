@@ -52,6 +52,13 @@ class FrameLedger {
       serve_cohort(scheduled, latency, count);
     }
   }
+  // LatencyHistogram::bin_of(to_seconds(latency)) with one test: a latency of 1 ns or more is at
+  // least 2^-30 s, and even the largest Time is under 2^34 s (about 9.2e9 s).
+  static int latency_bin(Time latency) {
+    static_assert(to_seconds(1) >= LatencyHistogram::kLowest);
+    static_assert(to_seconds(std::numeric_limits<Time>::max()) < LatencyHistogram::kHighest);
+    return latency < 1 ? 0 : LatencyHistogram::bin_in_range(to_seconds(latency));
+  }
   void note_rejected() { ++interval_rejected_; }
   // A caller hangs up: its frames not served by then are silent.
   void depart(const Session& s);
@@ -85,8 +92,7 @@ class FrameLedger {
  private:
   [[gnu::always_inline]] void serve_each(Time scheduled, Time latency, int64_t count) {
     if (observer_) by_deadline(scheduled + silence_after_, latency, count);
-    const double latency_s = to_seconds(latency);
-    const int bin = LatencyHistogram::bin_of(latency_s);
+    const int bin = latency_bin(latency);
     if (latency <= deadline_) interval_.frames_on_time += count;
     if (latency <= silence_after_) {
       interval_answered_.add_bin(bin, count);

@@ -77,11 +77,15 @@ class LatencyHistogram {
     return total() == 0 ? std::numeric_limits<double>::quiet_NaN() : percentile(p);
   }
 
+  static constexpr double kLowest = 1.0 / (1LL << -kMinExp);
+  static constexpr double kHighest = static_cast<double>(1LL << kMaxExp);
   static int bin_of(double seconds) {
-    constexpr double kLowest = 1.0 / (1LL << -kMinExp);
-    constexpr double kHighest = static_cast<double>(1LL << kMaxExp);
     if (!(seconds >= kLowest)) return 0;
     if (seconds >= kHighest) return kBins - 1;
+    return bin_in_range(seconds);
+  }
+  // bin_of for kLowest <= seconds < kHighest.
+  static int bin_in_range(double seconds) {
     // A positive double's biased exponent and its top kSubBits mantissa bits are adjacent, so
     // they read as one number: (exponent + 1023) << kSubBits | sub.
     uint64_t bits;

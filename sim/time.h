@@ -26,6 +26,6 @@ inline Time from_seconds(double s) {
   if (rest <= -0.5) --t;
   return t;
 }
-inline double to_seconds(Time t) { return static_cast<double>(t) * 1e-9; }
+constexpr double to_seconds(Time t) { return static_cast<double>(t) * 1e-9; }
 
 }  // namespace metronome

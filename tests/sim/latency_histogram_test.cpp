@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/frame_ledger.h"
 #include "sim/rng.h"
+#include "sim/time.h"
 
 namespace metronome {
 
@@ -65,6 +67,26 @@ TEST(LatencyHistogram, BinOfMatchesExponentAndMantissaDigits) {
   // Every bin's centre falls in that bin.
   for (int b = 0; b < LatencyHistogram::kBins; b += 7) {
     EXPECT_EQ(LatencyHistogram::bin_of(LatencyHistogram::centre_of(b)), b);
+  }
+}
+
+// The ledger bins a latency in nanoseconds with one integer test in place of bin_of's two range
+// tests: the same bin for every Time, the extremes and each power of two's neighbours included.
+TEST(LatencyHistogram, LedgerBinsNanosecondsAsBinOfSeconds) {
+  auto expect_same = [](Time t) {
+    ASSERT_EQ(FrameLedger::latency_bin(t), LatencyHistogram::bin_of(to_seconds(t))) << t;
+  };
+  for (Time t : {std::numeric_limits<Time>::min(), Time{-1}, Time{0}, Time{1}, Time{2},
+                 std::numeric_limits<Time>::max()}) {
+    expect_same(t);
+  }
+  for (int k = 0; k < 63; ++k) {
+    const Time p = Time{1} << k;
+    for (Time d = -3; d <= 3; ++d) expect_same(p + d);
+  }
+  Rng rng(7, "latency bins");
+  for (int i = 0; i < 100000; ++i) {
+    expect_same(static_cast<Time>(std::ldexp(rng.uniform(), static_cast<int>(rng.uniform() * 62))));
   }
 }
 
