@@ -175,7 +175,7 @@ void Engine::on_arrival(Time now) {
     join_delay_max_ = std::max(join_delay_max_, start - now);
   }
   // Identical callers start their clocks at the same instant.
-  const bool twin = start == last_arrival_;
+  const bool twin = cohorts_ && start == last_arrival_;
   if (twin && sessions_[last_arrival_id_].incarnation == last_arrival_incarnation_) {
     sessions_[last_arrival_id_].twin = true;
   }
@@ -618,7 +618,7 @@ void Engine::on_step_done(Time now) {
   const Member* const batch = batch_.data();
   const size_t n = batch_.size();
   uint64_t seq = next_seq_;
-  const bool far = this->far(), cohorts = cohorts_;
+  const bool far = this->far();
   for (size_t i = 0; i < n; ++i) {
     if (far && i + kAhead < n) prefetch(batch[i + kAhead].id);
     const Member& t = batch[i];
@@ -646,7 +646,7 @@ void Engine::on_step_done(Time now) {
         s.next_release += period;
       }
       // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
-      if (!(cohorts && s.twin && absorb_into_back(t.id))) {
+      if (!(s.twin && absorb_into_back(t.id))) {
         ready_.push_fresh({t.id, t.incarnation, seq++, s.next_release, s.admit_order});
       }
     }

@@ -49,7 +49,7 @@ class Engine {
   RunResult run();
 
   // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
-  // they apply: the stall policy without frame jitter.
+  // they apply: the stall policy without frame jitter. Set before run().
   void set_cohorts(bool on) { cohorts_ = on && cohorts_; }
 
  private:
@@ -77,7 +77,7 @@ class Engine {
   bool preempt_newer_than(int64_t id, int64_t need, Time now);
   void preempt(int64_t id, Time now);
   [[gnu::always_inline]] void enqueue(int64_t id) {
-    if (cohorts_ && sessions_[id].twin && absorb_into_back(id)) return;
+    if (sessions_[id].twin && absorb_into_back(id)) return;
     ready_.push_fresh(ticket(id, next_seq_++));
   }
   Ticket ticket(int64_t id, uint64_t seq) const {

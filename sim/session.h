@@ -30,7 +30,8 @@ struct CohortState {
   State state = State::kLive;
   bool in_step = false;
   bool stalled = false;
-  // Another admitted caller arrived at the same instant. Only such callers can share a state, so
+  // Another admitted caller arrived at the same instant, in a run with cohorts (Engine::set_cohorts
+  // before the run). Only such callers can share a state, so
   // the merge check is skipped for the others (distinct callers never pay for it, nor touch the
   // queue's back); set on both before either is queued behind the other.
   bool twin = false;
