@@ -607,13 +607,27 @@ void Engine::on_step_done(Time now) {
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
   if (vllm_) vllm_step_done(now);
+  if (jitter_ > 0) {
+    end_members<true>(now);
+  } else {
+    end_members<false>(now);
+  }
+  if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
+  batch_.clear();
+  step_wanted_ = true;
+}
+
+// Each member of the step that is still there has its frame served and is queued for its next,
+// and the blocks that fell out of the windows go back to the pool. A template on jitter: without
+// it a frame is released on its schedule, and the loop tests nothing for it.
+template <bool kJitter>
+void Engine::end_members(Time now) {
   // Nothing in the loop reads the pool or the largest residency: both are summed up after it.
   int64_t freed = 0;
   int64_t most_resident = result_.max_resident_blocks_per_session;
   // Locals for what the loop's stores might alias (see take); nothing in it resizes these vectors.
   const FrameRule rule = rule_;
   const int64_t period = period_;
-  const bool jitter = jitter_ > 0;
   Session* const sessions = sessions_.data();
   const Member* const batch = batch_.data();
   const size_t n = batch_.size();
@@ -633,14 +647,12 @@ void Engine::on_step_done(Time now) {
     assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
     s.recompute = 0;
     most_resident = std::max(most_resident, s.held);
-    // Without jitter a frame is released on its schedule (arrival + frame x period).
-    Time scheduled = s.next_release;
-    if (jitter) [[unlikely]]
-      scheduled = s.arrival + s.next_frame * period;
+    // Jitter delays a frame's release, not its place in the schedule (arrival + frame x period).
+    const Time scheduled = kJitter ? s.arrival + s.next_frame * period : s.next_release;
     ledger_.serve(scheduled, now - s.next_release, s.count);
     ++s.next_frame;
     if (s.next_frame < s.frames_total) {
-      if (jitter) [[unlikely]] {
+      if constexpr (kJitter) {
         s.next_release = release_time(s, s.next_frame);
       } else {
         s.next_release += period;
@@ -654,9 +666,6 @@ void Engine::on_step_done(Time now) {
   next_seq_ = seq;
   pool_.release(freed);
   result_.max_resident_blocks_per_session = most_resident;
-  if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
-  batch_.clear();
-  step_wanted_ = true;
 }
 
 // One control interval ends: the signal is the configured quantile of the interval's frames

@@ -61,6 +61,8 @@ class Engine {
   void on_arrival(Time now);
   void on_departure(int64_t id);
   void on_step_done(Time now);
+  template <bool kJitter>
+  void end_members(Time now);
   void on_control(Time now);
   void summarise_admission();
   void try_start_step(Time now);
