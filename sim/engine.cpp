@@ -269,6 +269,7 @@ void Engine::on_departure(int64_t id) {
     if (!preempt_policy_) ++blocked_dead_;  // its entry in blocked_ is now dead
   }
   s.state = Session::State::kGone;
+  next_incarnation(id);  // its tickets and step membership are stale from now
   ledger_.depart(s);
   if (spread_) spread_->remove(s.arrival, s.count);
   live_ -= s.count;
@@ -637,7 +638,7 @@ void Engine::end_members(Time now) {
     if (far && i + kAhead < n) prefetch(batch[i + kAhead].id);
     const Member& t = batch[i];
     Session& s = sessions[t.id];
-    if (s.incarnation != t.incarnation || s.state == Session::State::kGone) continue;
+    if (s.incarnation != t.incarnation) continue;  // it left, or merged, during the step
     s.in_step = false;
     const int64_t f = rule.freed_blocks(s);
     if (f < 0) throw std::logic_error("Engine: a step left a session more blocks");

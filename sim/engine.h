@@ -94,10 +94,9 @@ class Engine {
   }
   int64_t split(int64_t id, int64_t keep);
   bool absorb_into_back(int64_t id);
-  bool valid(const Ticket& t) const {
-    const Session& s = sessions_[t.id];
-    return s.incarnation == t.incarnation && s.state != Session::State::kGone;
-  }
+  // A slot's incarnation moves on when its session leaves or merges and when the slot is reused,
+  // so a ticket or step member from before is stale by this one test.
+  bool valid(const Ticket& t) const { return sessions_[t.id].incarnation == t.incarnation; }
   // Sessions are visited in release order, which is random in their slots: with many live sessions
   // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead
   // once the slots outgrow the core's caches (below that the hints are pure cost).
