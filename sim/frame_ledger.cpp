@@ -19,7 +19,9 @@ FrameLedger::FrameLedger(const Scenario& s, RunResult& result, RunObserver* obse
       ahead_served_(static_cast<size_t>(silence_after_ / sample_period_ + 2), 0),
       ahead_on_time_(ahead_served_.size(), 0),
       ahead_due_(ahead_served_.size(), 0),
-      ahead_lost_(ahead_served_.size(), 0) {}
+      ahead_lost_(ahead_served_.size(), 0) {
+  set_usual_limit();
+}
 
 // The ring slot of the interval holding a deadline at or after the current interval's start.
 size_t FrameLedger::ahead_of(Time silence_deadline) const {
@@ -152,6 +154,7 @@ void FrameLedger::fold_interval() {
   interval_answered_.clear();
   interval_true_.clear();
   true_split_ = false;
+  set_usual_limit();
   interval_late_ = 0;
   interval_rejected_ = 0;
 }

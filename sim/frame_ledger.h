@@ -10,6 +10,7 @@
 // frame is silence_after_s; its true latency is its real one, or censored when it never came.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -44,9 +45,14 @@ class FrameLedger {
   // `scheduled` is its release as the due count has it (arrival + frame x period: jitter delays
   // the release, not the frame's place in the schedule).
   [[gnu::always_inline]] void serve(Time scheduled, Time latency, int64_t count) {
-    // Nearly every frame is one caller's; with the count a constant 1 the adds lose their products
-    // (x * 1.0 is x exactly, so the books are the same).
-    if (count == 1) [[likely]] {
+    // Nearly every frame is one caller's, answered by its deadline and by silence_after_s, in a run
+    // without an observer or a control loop and an interval where no frame came later: it is on
+    // time and in the answered histogram, and nothing else counts it (usual_limit_). Otherwise a
+    // single caller's frame still goes inline, with the count a constant 1.
+    if (count == 1 && latency <= usual_limit_) [[likely]] {
+      interval_answered_.add_bin(latency_bin(latency));
+      ++interval_.frames_on_time;
+    } else if (count == 1) {
       serve_each(scheduled, latency, 1);
     } else {
       serve_cohort(scheduled, latency, count);
@@ -143,6 +149,13 @@ class FrameLedger {
     if (true_split_) return;
     interval_true_.merge(interval_answered_);  // into an empty one: an exact copy
     true_split_ = true;
+    set_usual_limit();
+  }
+  // The latest latency of a usual frame (serve); -1 while no frame can be usual.
+  Time usual_limit_ = -1;
+  void set_usual_limit() {
+    usual_limit_ =
+        observer_ || control_on_ || true_split_ ? -1 : std::min(deadline_, silence_after_);
   }
   const LatencyHistogram& interval_true() const {
     return true_split_ ? interval_true_ : interval_answered_;

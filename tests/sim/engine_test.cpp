@@ -176,6 +176,34 @@ TEST(Engine, SameSeedIsByteIdenticalAndSeedsDiffer) {
   EXPECT_NE(run(5), run(6));
 }
 
+// The ledger books a run without an observer or a control loop through its usual-frame path
+// (FrameLedger::serve) wherever it can; with an observer that does nothing every frame takes the
+// general one. Both must give the same results: frames on time, answered within silence_after_s
+// either side of the deadline, late, never served, and cohorts.
+TEST(Engine, UsualFramesAreBookedAsAnyOtherFrame) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":100,\"max_sessions\":300}"},
+      {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":3}",
+       "workload.duration={\"type\":\"exponential\",\"mean_s\":100}"},
+      {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":3}",
+       "workload.duration={\"type\":\"exponential\",\"mean_s\":100}",
+       "engine.silence_after_s=0.05"},
+      {"engine.silence_after_s=0.2", "engine.max_sessions_per_step=40"},
+      {"workload.frame_jitter_s=0.02"}};
+  for (const std::string policy : {"unbounded", "windowed"}) {
+    for (const auto& sets : cases) {
+      const Scenario s = moshi(300, policy, sets);
+      const auto cost = make_cost_model(s);
+      auto json = [&](RunObserver* observer) {
+        Engine e(s, *cost, observer);
+        return run_json(s, predict_first_order(s), e.run(), "test").dump();
+      };
+      RunObserver nothing;
+      EXPECT_EQ(json(nullptr), json(&nothing)) << policy << " " << sets.front();
+    }
+  }
+}
+
 TEST(Engine, RandomScenariosKeepInvariants) {
   Rng rng(11, "scenarios");
   for (int i = 0; i < 30; ++i) {
