@@ -98,7 +98,8 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
   int64_t due = 0;
   const int64_t silent = silent_by(sessions, at - silence_after_, &due);
   if (observer_) {
-    // A copy: the run's totals fold interval_ as served, the time series reads by deadline.
+    // A copy: the run's totals fold the interval as served, the time series reads by deadline
+    // (interval_.frames_served stays 0: the served count is interval_served()).
     Sample x = interval_;
     x.tokens_produced = n_out_ * interval_served();  // every frame served produced n_out
     x.frames_served = ahead_served_[ahead_head_];
