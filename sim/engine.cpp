@@ -74,6 +74,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
+  settled_on_ = jitter_ == 0 && !vllm_;
   // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
   const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
@@ -377,6 +378,7 @@ void Engine::try_start_step(Time now) {
     vllm_start_step(now);
     return;
   }
+  if (settled_on_ && now >= settled_try_at_ && run_settled(now)) return;
   const int64_t blocked = choose_batch(now);
   if (batch_.empty()) {
     // Nothing runnable now. Frames blocked on memory wait for a departure, which calls us.

@@ -51,6 +51,11 @@ class Engine {
   // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
   // they apply: the stall policy without frame jitter. Set before run().
   void set_cohorts(bool on) { cohorts_ = on && cohorts_; }
+  // The settled regime (sim/engine_settled.cpp) is an exact optimisation too: on by default where
+  // it applies (the frame scheduler without frame jitter). Set before run().
+  void set_settled(bool on) { settled_on_ = on && settled_on_; }
+  // Steps the settled regime ran (tests check that it engages where it should).
+  int64_t settled_steps() const { return settled_steps_; }
 
  private:
   struct Admission {  // an entry of the admission order; stale once the session is re-admitted
@@ -66,6 +71,11 @@ class Engine {
   void on_control(Time now);
   void summarise_admission();
   void try_start_step(Time now);
+  bool run_settled(Time& now);
+  bool enter_settled(Time now);
+  void leave_settled(size_t in_step);
+  void sample_settled(Time t);
+  Time settled_step_time(int64_t k, int64_t sum_ctx);
   int64_t choose_batch(Time now);
   bool take(const Ticket& t, Time now);
   void take_usual_run(Time now);
@@ -228,6 +238,25 @@ class Engine {
   // Phase-aware joining (AdmissionConfig::join "spread"): the live callers' phases.
   std::optional<PhaseSpread> spread_;
   Time join_delay_sum_ = 0, join_delay_max_ = 0;
+
+  // The settled regime (sim/engine_settled.cpp): while every live caller is a usual single caller
+  // past its settled context, the ready queue only turns, so the engine runs its steps over the
+  // callers' per-frame state laid out in service order, a ring whose head is the next to serve.
+  struct SettledCaller {
+    Time release;  // of the caller's next frame
+    int64_t ctx;
+    int64_t held;  // blocks between steps
+    int64_t need;  // blocks its frame allocates, while a step serves it
+    int64_t id;
+  };
+  bool settled_on_ = false;
+  int64_t settled_steps_ = 0;
+  Time settled_try_at_ = 0;  // no use trying before: a caller found short of its settled context
+  std::vector<SettledCaller> conveyor_;
+  size_t conveyor_head_ = 0;
+  Time conveyor_last_ = kNever;  // the earliest release of a caller's last frame
+  std::vector<Time>
+      settled_step_;  // windowed: a step of k settled callers' duration, by k (0: unknown)
 
   RunResult result_;
   FrameLedger ledger_;

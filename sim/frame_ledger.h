@@ -69,10 +69,12 @@ class FrameLedger {
   // A caller hangs up: its frames not served by then are silent.
   void depart(const Session& s);
 
+  // Whether a sample is due by `t` (sample_until would take one).
+  bool sample_due(Time t) const { return next_sample_ <= t && next_sample_ <= horizon_; }
   // Takes every sample due by `t`; `gauges()` gives the engine's state at the sample.
   template <class Gauges>
   void sample_until(Time t, const std::vector<Session>& sessions, Gauges&& gauges) {
-    while (next_sample_ <= t && next_sample_ <= horizon_) take_sample(sessions, gauges());
+    while (sample_due(t)) take_sample(sessions, gauges());
   }
   // One control interval ends at `now`: adds the frames padded with silence since the last one to
   // the control histogram, which the caller reads and then clears.

@@ -2,41 +2,17 @@
 // time series, must be the same with them and without.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <iostream>
-#include <sstream>
-
 #include "sim/engine.h"
-#include "sim/first_order.h"
-#include "sim/report.h"
 #include "sim/rng.h"
+#include "tests/sim/run_recorder.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
 namespace {
 
-class Recorder : public RunObserver {
- public:
-  void on_sample(const Sample& x) override {
-    out << "S " << x.t_s << ' ' << x.pool_used_blocks << ' ' << x.live_sessions << ' '
-        << x.stalled_sessions << ' ' << x.frames_due << ' ' << x.frames_served << ' '
-        << x.frames_on_time << ' ' << x.tokens_produced << ' ' << x.reported_p99_s << ' '
-        << x.true_p50_s << ' ' << x.silent_fraction << '\n';
-  }
-  void on_step(Time a, Time b, int64_t n, int64_t used) override {
-    out << "T " << a << ' ' << b << ' ' << n << ' ' << used << '\n';
-  }
-  void on_stall(Time t, int64_t n) override { out << "B " << t << ' ' << n << '\n'; }
-  std::ostringstream out;
-};
-
 std::pair<std::string, std::string> run(const Scenario& s, bool cohorts) {
-  const auto cost = make_cost_model(s);
-  Recorder rec;
-  Engine e(s, *cost, &rec);
-  e.set_cohorts(cohorts);
-  const RunResult r = e.run();
-  return {run_json(s, predict_first_order(s), r, cost->label()).dump(), rec.out.str()};
+  const testing::RecordedRun r = testing::record_run(s, [&](Engine& e) { e.set_cohorts(cohorts); });
+  return {r.summary, r.trace};
 }
 
 }  // namespace
@@ -64,19 +40,9 @@ TEST(Cohorts, SameResultsWithAndWithout) {
     const auto with = run(cases[i], true);
     const auto without = run(cases[i], false);
     EXPECT_EQ(with.first, without.first);
-    EXPECT_TRUE(with.second == without.second) << "time series or steps differ";
-    if (with.second != without.second && std::getenv("METRONOME_DEBUG_COHORTS")) {
-      std::istringstream a(with.second), b(without.second);
-      std::string la, lb;
-      for (int k = 0; std::getline(a, la) && std::getline(b, lb); ++k) {
-        if (la != lb || k > 1000000) {
-          std::cerr << "line " << k << "\n with:    " << la << "\n without: " << lb << "\n";
-          for (int m = 0; m < 6 && std::getline(a, la) && std::getline(b, lb); ++m)
-            std::cerr << "   w " << la << "\n   o " << lb << "\n";
-          break;
-        }
-      }
-    }
+    EXPECT_TRUE(with.second == without.second)
+        << "time series or steps differ at "
+        << testing::first_difference(with.second, without.second);
     EXPECT_GT(with.second.size(), 100u);
   }
 }
@@ -104,21 +70,9 @@ TEST(Cohorts, RandomPopulationsMatch) {
     const auto with = run(s, true);
     const auto without = run(s, false);
     EXPECT_EQ(with.first, without.first);
-    EXPECT_TRUE(with.second == without.second) << "time series or steps differ";
-    if (with.second != without.second && std::getenv("METRONOME_DEBUG_COHORTS")) {
-      for (auto& x : sets) std::cerr << x << " ";
-      std::cerr << "n=" << n << " " << s.kv_policy.type() << "\n";
-      std::istringstream a(with.second), b(without.second);
-      std::string la, lb;
-      for (int k = 0; std::getline(a, la) && std::getline(b, lb); ++k) {
-        if (la != lb) {
-          std::cerr << "line " << k << "\n with:    " << la << "\n without: " << lb << "\n";
-          for (int m = 0; m < 4 && std::getline(a, la) && std::getline(b, lb); ++m)
-            std::cerr << "   w " << la << "\n   o " << lb << "\n";
-          break;
-        }
-      }
-    }
+    EXPECT_TRUE(with.second == without.second)
+        << "time series or steps differ at "
+        << testing::first_difference(with.second, without.second);
   }
 }
 

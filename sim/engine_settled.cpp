@@ -1,0 +1,206 @@
+// The frame scheduler's settled regime: an exact shortcut through the steady state.
+//
+// Once every live caller is a usual single caller (Session::usual_single) past its settled context
+// (kv::settled_from), nothing in a step depends on more than its callers' contexts: a frame's new
+// and freed blocks are kv's closed forms, its passes FrameRule::add_settled_run (a window's price
+// depends on the number of callers alone), and each served caller goes back to the queue's back,
+// one period later. The ready queue then only turns, so the engine runs its steps over a ring of
+// the callers' per-frame state in service order (Engine::conveyor_), without tickets, slots or
+// events, until the next event in the queue (arrival, departure, control instant, or a stale wake)
+// or the horizon. It takes each sample in place, as the run loop would, and hands back the state
+// the general path would have reached: sessions, the ready queue and, for a step that ends at or
+// after that event, the step in flight. A step it cannot take exactly as the general path would
+// (short of blocks, a caller's last frame, a caller that would not go to the queue's back) goes
+// back to the general path before anything changes. Tests run every scenario with it and without
+// (tests/sim/settled_run_test.cpp).
+#include <algorithm>
+
+#include "sim/cost/step_time.h"
+#include "sim/engine.h"
+
+namespace metronome {
+
+// Builds the ring from the ready queue if every live caller qualifies; tells when to look again
+// if one falls short of its settled context.
+bool Engine::enter_settled(Time now) {
+  if (live_ == 0 || stalled_ > 0 || !ready_.heap_empty() ||
+      ready_.ring_size() < static_cast<size_t>(live_)) {
+    return false;
+  }
+  conveyor_.clear();
+  conveyor_last_ = kNever;
+  for (size_t i = 0; i < ready_.ring_size(); ++i) {
+    const Ticket& t = ready_.run_at(i);
+    const Session& s = sessions_[t.id];
+    if (s.incarnation != t.incarnation) continue;  // its caller left: the general path skips it
+    if (!s.usual_single() || s.ctx < rule_.settled) {
+      // The caller settles after this many more frames at the earliest; other reasons pass with
+      // the next frame or the next event.
+      const int64_t short_by = rule_.settled - s.ctx;
+      const int64_t frames = short_by > 0 && n_kv_ > 0 ? kv::ceil_div(short_by, n_kv_) : 1;
+      settled_try_at_ = frames > (horizon_ - now) / period_ ? horizon_ + 1 : now + frames * period_;
+      return false;
+    }
+    conveyor_.push_back({t.release, s.ctx, s.held, 0, t.id});
+    conveyor_last_ = std::min(conveyor_last_, s.arrival + (s.frames_total - 1) * period_);
+  }
+  if (conveyor_.size() != static_cast<size_t>(live_)) {  // a live caller is not queued
+    settled_try_at_ = now + period_;
+    return false;
+  }
+  conveyor_head_ = 0;
+  return true;
+}
+
+// Steps from `now` (the engine idle, every event of the instant handled) for as long as the
+// settled regime lasts. True: the engine's state is handed back and its next step or wake is in
+// the event queue. False: the general path takes the step at `now`, which the regime may have
+// moved on to a later instant of the same kind.
+bool Engine::run_settled(Time& now) {
+  if (!enter_settled(now)) return false;
+  const size_t n = conveyor_.size();
+  const size_t cap = static_cast<size_t>(std::min<int64_t>(max_batch_, static_cast<int64_t>(n)));
+  // Nothing is pushed while the regime runs, so the queue's first event stays the first.
+  const Time events_at = events_.empty() ? kNever : events_.top().time;
+  const int64_t n_kv = n_kv_;
+  const kv::BlockSize bs = block_size_;
+  const kv::Window w = window_;
+  const Time period = period_;
+  SettledCaller* const ring = conveyor_.data();
+  Time t = now;
+  for (;;) {
+    // The step at t: the ready callers from the head, up to the batch cap, in at most two runs of
+    // the ring.
+    size_t k = 0;
+    int64_t need = 0, sum_ctx = 0;
+    for (size_t from = conveyor_head_;;) {
+      const size_t to = std::min(n, from + (cap - k));
+      size_t i = from;
+      for (; i < to && ring[i].release <= t; ++i) {
+        SettledCaller& c = ring[i];
+        c.need = kv::settled_new_blocks(c.ctx, n_kv, bs);
+        need += c.need;
+        sum_ctx += c.ctx;
+      }
+      k += i - from;
+      if (i != n || k == cap) break;
+      from = 0;
+    }
+    if (k == 0) {
+      // Idle until the head's release, where the general path's wake event would fire.
+      const Time r = ring[conveyor_head_].release;
+      if (r < events_at && r <= horizon_) {
+        sample_settled(r);
+        wake_at_ = kNever;
+        t = r;
+        continue;
+      }
+      leave_settled(0);
+      wake_at_next_release(t);
+      return true;
+    }
+    // The general path would block a member (short of blocks), take a caller's last frame (which
+    // it does not requeue), or put the first member behind a caller still queued (the last before
+    // the head): none of these is a turn of the ring.
+    const SettledCaller& back = ring[conveyor_head_ == 0 ? n - 1 : conveyor_head_ - 1];
+    if (need > pool_.free() || t >= conveyor_last_ ||
+        (k < n && ring[conveyor_head_].release + period < back.release)) {
+      leave_settled(0);
+      settled_try_at_ = t + period;
+      now = t;
+      return false;
+    }
+    pool_.allocate_fitting(need);
+    batch_members_ = static_cast<int64_t>(k);
+    const Time end = t + settled_step_time(static_cast<int64_t>(k), sum_ctx);
+    if (!(end < events_at && end <= horizon_)) {
+      // An event comes first or at the same instant (a step's end goes before it, then the step
+      // after waits for it): the general path ends this step.
+      busy_ = true;
+      step_start_ = t;
+      events_.push(end, EventKind::kStepDone);
+      leave_settled(k);
+      return true;
+    }
+    // The step ends: on_step_done and end_members for these members.
+    sample_settled(end);
+    ++result_.engine_steps;
+    ++settled_steps_;
+    result_.busy_s += to_seconds(end - t);
+    int64_t freed = 0;
+    int64_t most_resident = result_.max_resident_blocks_per_session;
+    const size_t first = std::min(k, n - conveyor_head_);  // members before the ring's end
+    const std::pair<SettledCaller*, SettledCaller*> runs[] = {
+        {ring + conveyor_head_, ring + conveyor_head_ + first}, {ring, ring + (k - first)}};
+    for (const auto& [from, to] : runs) {
+      for (SettledCaller* c = from; c != to; ++c) {
+        const int64_t f = kv::settled_freed_blocks(c->ctx, n_kv, w, bs);
+        c->held += c->need - f;
+        c->ctx += n_kv;
+        freed += f;
+        most_resident = std::max(most_resident, c->held);
+        ledger_.serve(c->release, end - c->release, 1);
+        c->release += period;
+      }
+    }
+    conveyor_head_ = (conveyor_head_ + k) % n;
+    pool_.release(freed);
+    result_.max_resident_blocks_per_session = most_resident;
+    if (observer_) observer_->on_step(t, end, batch_members_, pool_.used());
+    t = end;
+  }
+}
+
+// Writes the ring back into the sessions and the ready queue (the same order, fresh sequence
+// numbers); the first `in_step` callers from the head are the members of a step in flight.
+void Engine::leave_settled(size_t in_step) {
+  const size_t n = conveyor_.size();
+  ready_.clear();
+  batch_.clear();
+  for (size_t j = 0, i = conveyor_head_; j < n; ++j) {
+    const SettledCaller& c = conveyor_[i];
+    if (++i == n) i = 0;
+    Session& s = sessions_[c.id];
+    s.ctx = c.ctx;
+    s.held = c.held;
+    s.next_release = c.release;
+    s.next_frame = (c.release - s.arrival) / period_;
+    if (j < in_step) {
+      s.held += c.need;
+      s.in_step = true;
+      batch_.push_back({static_cast<int32_t>(c.id), s.incarnation});
+    } else {
+      ready_.push_fresh(
+          {static_cast<int32_t>(c.id), s.incarnation, next_seq_++, c.release, s.admit_order});
+    }
+  }
+}
+
+// The run loop's samples before an event at t: they read the callers' next frames.
+void Engine::sample_settled(Time t) {
+  if (!ledger_.sample_due(t)) return;
+  for (const SettledCaller& c : conveyor_) {
+    Session& s = sessions_[c.id];
+    s.next_frame = (c.release - s.arrival) / period_;
+  }
+  ledger_.sample_until(t, sessions_, [this] { return gauges(); });
+}
+
+// A step of k settled callers whose contexts sum to sum_ctx, priced as choose_batch prices it. A
+// window's price depends on k alone (every caller reads the cap), so it is kept by k.
+Time Engine::settled_step_time(int64_t k, int64_t sum_ctx) {
+  auto price = [&] {
+    FramePasses p;
+    rule_.add_settled_run(k, sum_ctx, p);
+    return step_duration(p.seconds(cost_), cost_);
+  };
+  if (window_.unbounded()) return price();
+  if (settled_step_.size() <= static_cast<size_t>(k)) {
+    settled_step_.resize(static_cast<size_t>(k) + 1, 0);
+  }
+  Time& d = settled_step_[static_cast<size_t>(k)];
+  if (d == 0) d = price();
+  return d;
+}
+
+}  // namespace metronome
