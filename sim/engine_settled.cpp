@@ -133,13 +133,13 @@ bool Engine::run_settled(Time& now) {
     const std::pair<SettledCaller*, SettledCaller*> runs[] = {
         {ring + conveyor_head_, ring + conveyor_head_ + first}, {ring, ring + (k - first)}};
     for (const auto& [from, to] : runs) {
+      ledger_.serve_step(end, from, to, [](const SettledCaller& c) { return c.release; });
       for (SettledCaller* c = from; c != to; ++c) {
         const int64_t f = kv::settled_freed_blocks(c->ctx, n_kv, w, bs);
         c->held += c->need - f;
         c->ctx += n_kv;
         freed += f;
         most_resident = std::max(most_resident, c->held);
-        ledger_.serve(c->release, end - c->release, 1);
         c->release += period;
       }
     }
