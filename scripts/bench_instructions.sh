@@ -1,9 +1,11 @@
 #!/bin/sh
 # Simulator work in instructions, counted by valgrind's callgrind: unlike CPU time, the count is the
 # same on a busy shared machine as on an idle one, so a change's effect shows even where timings
-# move 10% between runs. Prints instructions per served frame of bench_sim's distinct-caller case
-# (one run: 6.75 million frames) and of its 10k Poisson-session case (arrivals throughout, windows
-# that never settle), and per seed of a sweep of figure 4's Poisson unbounded scenario.
+# move 10% between runs. Prints instructions per served frame of the distinct-caller case (one
+# `metronome simulate` of bench/scenarios/distinct_windowed.json: 6.74 million frames, the
+# command's start-up included), of bench_sim's 10k Poisson-session case (one iteration: arrivals
+# throughout, windows that never settle), and per seed of a sweep of figure 4's Poisson unbounded
+# scenario.
 # Run from the repository root after a build: scripts/bench_instructions.sh [seeds (default 20)]
 # (METRONOME and BENCH_SIM name other binaries; callgrind runs about 50 times slower than native.)
 set -eu
@@ -33,8 +35,12 @@ count() { valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$@" 2>&1
 # Served frames of one bench_sim case, as its frames_per_run counter reports them.
 frames_of() { "$bench" --benchmark_filter="$1" --benchmark_min_time=0.001 --benchmark_format=json \
   2> /dev/null | sed -n 's/.*"frames_per_run": *\([0-9.e+]*\).*/\1/p'; }
-frames=$(frames_of BM_DistinctWindowed)
-distinct=$(count "$bench" --benchmark_filter=BM_DistinctWindowed --benchmark_min_time=0.001)
+# bench_sim's distinct-caller case runs as many iterations as its minimum time takes, so the
+# count comes from one run of the command on the same scenario.
+distinct_scenario=bench/scenarios/distinct_windowed.json
+frames=$("$bin" simulate --scenario "$distinct_scenario" --json |
+  sed -n 's/.*"frames_served": *\([0-9]*\).*/\1/p')
+distinct=$(count "$bin" simulate --scenario "$distinct_scenario")
 poisson_frames=$(frames_of 'BM_PoissonSessions/10000/')
 poisson=$(count "$bench" --benchmark_filter='BM_PoissonSessions/10000/')
 sweep=$(count "$bin" sweep --scenario bench/scenarios/fig4_poisson_unbounded.json --seeds "$seeds" \

@@ -242,12 +242,12 @@ class Engine {
   // The settled regime (sim/engine_settled.cpp): while every live caller is a usual single caller
   // past its settled context, the ready queue only turns, so the engine runs its steps over the
   // callers' per-frame state laid out in service order, a ring whose head is the next to serve.
-  struct SettledCaller {
-    Time release;  // of the caller's next frame
+  struct SettledCaller {  // 32 bytes: the regime adds that much per live caller while it runs
+    Time release;         // of the caller's next frame
     int64_t ctx;
     int64_t held;  // blocks between steps
-    int64_t need;  // blocks its frame allocates, while a step serves it
-    int64_t id;
+    int32_t id;
+    int32_t need;  // blocks its frame allocates, while a step serves it (settled_on_ bounds it)
   };
   bool settled_on_ = false;
   int64_t settled_steps_ = 0;

@@ -23,6 +23,7 @@ namespace metronome {
 // Builds the ring from the ready queue if every live caller qualifies; tells when to look again
 // if one falls short of its settled context.
 bool Engine::enter_settled(Time now) {
+  static_assert(sizeof(SettledCaller) == 32);
   if (live_ == 0 || stalled_ > 0 || !ready_.heap_empty() ||
       ready_.ring_size() < static_cast<size_t>(live_)) {
     return false;
@@ -41,7 +42,7 @@ bool Engine::enter_settled(Time now) {
       settled_try_at_ = frames > (horizon_ - now) / period_ ? horizon_ + 1 : now + frames * period_;
       return false;
     }
-    conveyor_.push_back({t.release, s.ctx, s.held, 0, t.id});
+    conveyor_.push_back({t.release, s.ctx, s.held, t.id, 0});
     conveyor_last_ = std::min(conveyor_last_, s.arrival + (s.frames_total - 1) * period_);
   }
   if (conveyor_.size() != static_cast<size_t>(live_)) {  // a live caller is not queued
@@ -78,7 +79,7 @@ bool Engine::run_settled(Time& now) {
       size_t i = from;
       for (; i < to && ring[i].release <= t; ++i) {
         SettledCaller& c = ring[i];
-        c.need = kv::settled_new_blocks(c.ctx, n_kv, bs);
+        c.need = static_cast<int32_t>(kv::settled_new_blocks(c.ctx, n_kv, bs));
         need += c.need;
         sum_ctx += c.ctx;
       }
@@ -143,7 +144,7 @@ bool Engine::run_settled(Time& now) {
         c->release += period;
       }
     }
-    conveyor_head_ = (conveyor_head_ + k) % n;
+    conveyor_head_ = conveyor_head_ + k >= n ? conveyor_head_ + k - n : conveyor_head_ + k;
     pool_.release(freed);
     result_.max_resident_blocks_per_session = most_resident;
     if (observer_) observer_->on_step(t, end, batch_members_, pool_.used());
@@ -168,7 +169,7 @@ void Engine::leave_settled(size_t in_step) {
     if (j < in_step) {
       s.held += c.need;
       s.in_step = true;
-      batch_.push_back({static_cast<int32_t>(c.id), s.incarnation});
+      batch_.push_back({c.id, s.incarnation});
     } else {
       ready_.push_fresh(
           {static_cast<int32_t>(c.id), s.incarnation, next_seq_++, c.release, s.admit_order});
@@ -195,12 +196,11 @@ Time Engine::settled_step_time(int64_t k, int64_t sum_ctx) {
     return step_duration(p.seconds(cost_), cost_);
   };
   if (window_.unbounded()) return price();
-  if (settled_step_.size() <= static_cast<size_t>(k)) {
-    settled_step_.resize(static_cast<size_t>(k) + 1, 0);
-  }
-  Time& d = settled_step_[static_cast<size_t>(k)];
-  if (d == 0) d = price();
-  return d;
+  const size_t i = static_cast<size_t>(k);
+  if (i < settled_step_.size() && settled_step_[i] > 0) [[likely]]
+    return settled_step_[i];
+  if (i >= settled_step_.size()) settled_step_.resize(i + 1, 0);
+  return settled_step_[i] = price();
 }
 
 }  // namespace metronome
