@@ -171,8 +171,7 @@ void Engine::leave_settled(size_t in_step) {
       s.in_step = true;
       batch_.push_back({c.id, s.incarnation});
     } else {
-      ready_.push_fresh(
-          {static_cast<int32_t>(c.id), s.incarnation, next_seq_++, c.release, s.admit_order});
+      ready_.push_fresh({c.id, s.incarnation, next_seq_++, c.release, s.admit_order});
     }
   }
 }
