@@ -109,6 +109,7 @@ constexpr METRONOME_HD int64_t step_blocks(int64_t ctx, int64_t n, Window w, Blo
 // these closed forms of the two differences (tests check them against the functions above):
 //   settled_new_blocks   = step_blocks(ctx, n) - resident_blocks(ctx)       (the step allocates)
 //   settled_freed_blocks = step_blocks(ctx, n) - resident_blocks(ctx + n)   (the step frees)
+//   settled_resident_blocks = resident_blocks(ctx)                             (held between steps)
 //   settled_cached_cap   : visible_keys(ctx) - 1 = min(ctx, settled_cached_cap(w))
 constexpr METRONOME_HD int64_t settled_from(Window w, BlockSize block_size) {
   return w.unbounded() ? 1 : w.sinks + w.window + block_size.value();
@@ -119,6 +120,13 @@ constexpr METRONOME_HD int64_t settled_new_blocks(int64_t ctx, int64_t n, BlockS
 constexpr METRONOME_HD int64_t settled_freed_blocks(int64_t ctx, int64_t n, Window w,
                                                     BlockSize block_size) {
   return w.unbounded() ? 0 : block_size.div(ctx + n - w.window) - block_size.div(ctx - w.window);
+}
+// The sinks' blocks and those of the window's W keys before the next query (unbounded: all).
+constexpr METRONOME_HD int64_t settled_resident_blocks(int64_t ctx, Window w,
+                                                       BlockSize block_size) {
+  return w.unbounded() ? block_size.div(ctx - 1) + 1
+                       : block_size.ceil_div(w.sinks) + block_size.div(ctx - 1) -
+                             block_size.div(ctx - w.window) + 1;
 }
 constexpr METRONOME_HD int64_t settled_cached_cap(Window w) {
   return w.unbounded() ? INT64_MAX : w.sinks + w.window;

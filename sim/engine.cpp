@@ -74,9 +74,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
-  // A settled frame allocates at most ceil(n_kv / block) + 1 blocks, which SettledCaller keeps in
-  // 32 bits.
-  settled_on_ = jitter_ == 0 && !vllm_ && n_kv_ < std::numeric_limits<int32_t>::max() / 2;
+  settled_on_ = jitter_ == 0 && !vllm_;
   // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
   const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";

@@ -242,17 +242,15 @@ class Engine {
   // The settled regime (sim/engine_settled.cpp): while every live caller is a usual single caller
   // past its settled context, the ready queue only turns, so the engine runs its steps over the
   // callers' per-frame state laid out in service order, a ring whose head is the next to serve.
-  struct SettledCaller {  // 32 bytes: the regime adds that much per live caller while it runs
+  struct SettledCaller {  // 16 bytes (and the slot's 4 in conveyor_ids_) per live caller
     Time release;         // of the caller's next frame
-    int64_t ctx;
-    int64_t held;  // blocks between steps
-    int32_t id;
-    int32_t need;  // blocks its frame allocates, while a step serves it (settled_on_ bounds it)
+    int64_t ctx;          // it holds kv::settled_resident_blocks(ctx) between steps
   };
   bool settled_on_ = false;
   int64_t settled_steps_ = 0;
   Time settled_try_at_ = 0;  // no use trying before: a caller found short of its settled context
   std::vector<SettledCaller> conveyor_;
+  std::vector<int32_t> conveyor_ids_;  // their slots, in the same order
   size_t conveyor_head_ = 0;
   Time conveyor_last_ = kNever;  // the earliest release of a caller's last frame
   std::vector<Time>

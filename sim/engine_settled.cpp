@@ -23,12 +23,16 @@ namespace metronome {
 // Builds the ring from the ready queue if every live caller qualifies; tells when to look again
 // if one falls short of its settled context.
 bool Engine::enter_settled(Time now) {
-  static_assert(sizeof(SettledCaller) == 32);
+  static_assert(sizeof(SettledCaller) == 16);
   if (live_ == 0 || stalled_ > 0 || !ready_.heap_empty() ||
       ready_.ring_size() < static_cast<size_t>(live_)) {
     return false;
   }
   conveyor_.clear();
+  conveyor_ids_.clear();
+  // Exactly the callers' room (a vector that doubles would keep up to twice it).
+  conveyor_.reserve(static_cast<size_t>(live_));
+  conveyor_ids_.reserve(static_cast<size_t>(live_));
   conveyor_last_ = kNever;
   for (size_t i = 0; i < ready_.ring_size(); ++i) {
     const Ticket& t = ready_.run_at(i);
@@ -42,7 +46,8 @@ bool Engine::enter_settled(Time now) {
       settled_try_at_ = frames > (horizon_ - now) / period_ ? horizon_ + 1 : now + frames * period_;
       return false;
     }
-    conveyor_.push_back({t.release, s.ctx, s.held, t.id, 0});
+    conveyor_.push_back({t.release, s.ctx});
+    conveyor_ids_.push_back(t.id);
     conveyor_last_ = std::min(conveyor_last_, s.arrival + (s.frames_total - 1) * period_);
   }
   if (conveyor_.size() != static_cast<size_t>(live_)) {  // a live caller is not queued
@@ -78,10 +83,8 @@ bool Engine::run_settled(Time& now) {
       const size_t to = std::min(n, from + (cap - k));
       size_t i = from;
       for (; i < to && ring[i].release <= t; ++i) {
-        SettledCaller& c = ring[i];
-        c.need = static_cast<int32_t>(kv::settled_new_blocks(c.ctx, n_kv, bs));
-        need += c.need;
-        sum_ctx += c.ctx;
+        need += kv::settled_new_blocks(ring[i].ctx, n_kv, bs);
+        sum_ctx += ring[i].ctx;
       }
       k += i - from;
       if (i != n || k == cap) break;
@@ -136,11 +139,9 @@ bool Engine::run_settled(Time& now) {
     for (const auto& [from, to] : runs) {
       ledger_.serve_step(end, from, to, [](const SettledCaller& c) { return c.release; });
       for (SettledCaller* c = from; c != to; ++c) {
-        const int64_t f = kv::settled_freed_blocks(c->ctx, n_kv, w, bs);
-        c->held += c->need - f;
+        freed += kv::settled_freed_blocks(c->ctx, n_kv, w, bs);
         c->ctx += n_kv;
-        freed += f;
-        most_resident = std::max(most_resident, c->held);
+        most_resident = std::max(most_resident, kv::settled_resident_blocks(c->ctx, w, bs));
         c->release += period;
       }
     }
@@ -160,18 +161,19 @@ void Engine::leave_settled(size_t in_step) {
   batch_.clear();
   for (size_t j = 0, i = conveyor_head_; j < n; ++j) {
     const SettledCaller& c = conveyor_[i];
+    const int32_t id = conveyor_ids_[i];
     if (++i == n) i = 0;
-    Session& s = sessions_[c.id];
+    Session& s = sessions_[id];
     s.ctx = c.ctx;
-    s.held = c.held;
+    s.held = kv::settled_resident_blocks(c.ctx, window_, block_size_);
     s.next_release = c.release;
     s.next_frame = (c.release - s.arrival) / period_;
     if (j < in_step) {
-      s.held += c.need;
+      s.held += kv::settled_new_blocks(c.ctx, n_kv_, block_size_);
       s.in_step = true;
-      batch_.push_back({c.id, s.incarnation});
+      batch_.push_back({id, s.incarnation});
     } else {
-      ready_.push_fresh({c.id, s.incarnation, next_seq_++, c.release, s.admit_order});
+      ready_.push_fresh({id, s.incarnation, next_seq_++, c.release, s.admit_order});
     }
   }
 }
@@ -179,9 +181,9 @@ void Engine::leave_settled(size_t in_step) {
 // The run loop's samples before an event at t: they read the callers' next frames.
 void Engine::sample_settled(Time t) {
   if (!ledger_.sample_due(t)) return;
-  for (const SettledCaller& c : conveyor_) {
-    Session& s = sessions_[c.id];
-    s.next_frame = (c.release - s.arrival) / period_;
+  for (size_t i = 0; i < conveyor_.size(); ++i) {
+    Session& s = sessions_[conveyor_ids_[i]];
+    s.next_frame = (conveyor_[i].release - s.arrival) / period_;
   }
   ledger_.sample_until(t, sessions_, [this] { return gauges(); });
 }

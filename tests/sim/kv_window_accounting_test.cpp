@@ -85,12 +85,15 @@ TEST(KvWindow, SettledClosedFormsMatchTheGeneralCounts) {
                     step_blocks(ctx, n, w, bs) - resident_blocks(ctx + n, w, bs))
               << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx;
         }
+        ASSERT_EQ(settled_resident_blocks(ctx, w, bs), resident_blocks(ctx, w, bs))
+            << "bs=" << bs << " W=" << w.window << " S=" << w.sinks << " ctx=" << ctx;
         ASSERT_EQ(std::min(ctx, settled_cached_cap(w)), visible_keys(ctx, w) - 1);
       }
       for (int64_t c = 1; c < from; ++c) {
         if (settled_new_blocks(c, 1, bs) != step_blocks(c, 1, w, bs) - resident_blocks(c, w, bs) ||
             settled_freed_blocks(c, 1, w, bs) !=
-                step_blocks(c, 1, w, bs) - resident_blocks(c + 1, w, bs)) {
+                step_blocks(c, 1, w, bs) - resident_blocks(c + 1, w, bs) ||
+            settled_resident_blocks(c, w, bs) != resident_blocks(c, w, bs)) {
           earlier_differs = true;
         }
       }
