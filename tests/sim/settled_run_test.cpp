@@ -50,8 +50,9 @@ const std::string kCalls = "workload.duration={\"type\":\"exponential\",\"mean_s
 
 }  // namespace
 
-// Distinct callers arriving in the first seconds: once every window settles the regime serves
-// nearly every step, and it hands the run back at each sample and at the horizon.
+// Distinct callers arriving in the first seconds: once every caller settles the regime serves
+// most steps (unbounded, until the pool runs out), takes the samples in place and hands the run
+// back at the horizon.
 TEST(SettledRun, DistinctCallersRunSettledAndMatch) {
   for (const std::string policy : {"windowed", "unbounded"}) {
     SCOPED_TRACE(policy);
