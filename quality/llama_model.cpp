@@ -18,6 +18,16 @@ using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 using ConstMap = Eigen::Map<const RowMatrix>;
 using Map = Eigen::Map<RowMatrix>;
 
+// Eigen blocks a matrix product by the machine's cache sizes, and the blocks set the order in which
+// each dot product's terms are summed: sizes fixed here give every machine the same rounding.
+void fix_product_blocking() {
+  static const bool fixed = [] {
+    Eigen::setCpuCacheSizes(32 * 1024, 1024 * 1024, 8 * 1024 * 1024);
+    return true;
+  }();
+  (void)fixed;
+}
+
 int32_t meta_int(const GgufFile& g, const std::string& key, int64_t lo, int64_t hi) {
   const int64_t v = g.integer(key);
   if (v < lo || v > hi) {
@@ -134,6 +144,7 @@ int32_t KvBatch::blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int3
 }
 
 LlamaModel::LlamaModel(const GgufFile& g) : c_(LlamaConfig::from_gguf(g)) {
+  fix_product_blocking();
   const int64_t h = c_.hidden, f = c_.ffn, kvd = int64_t{c_.kv_heads} * c_.head_dim;
   embed_ = g.floats("token_embd.weight", {h, c_.vocab});
   if (!c_.tied_embeddings) output_ = g.floats("output.weight", {h, c_.vocab});
