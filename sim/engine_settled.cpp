@@ -24,8 +24,11 @@ namespace metronome {
 // if one falls short of its settled context.
 bool Engine::enter_settled(Time now) {
   static_assert(sizeof(SettledCaller) == 16);
-  if (live_ == 0 || stalled_ > 0 || !ready_.heap_empty() ||
-      ready_.ring_size() < static_cast<size_t>(live_)) {
+  if (live_ == 0 || stalled_ > 0 || !ready_.heap_empty()) return false;
+  if (ready_.ring_size() < static_cast<size_t>(live_)) {
+    // A cohort (callers who arrived at one instant) or a caller past its last frame: a period
+    // passes before either can change.
+    settled_try_at_ = now + period_;
     return false;
   }
   conveyor_.clear();
