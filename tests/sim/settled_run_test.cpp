@@ -121,14 +121,20 @@ TEST(SettledRun, SameResultsAcrossShapes) {
 TEST(SettledRun, RandomScenariosMatch) {
   Rng rng(23, "settled");
   int64_t settled = 0;
-  for (int i = 0; i < 30; ++i) {
+  for (int i = 0; i < 40; ++i) {
     auto pick = [&](int64_t lo, int64_t hi) {
       return lo + static_cast<int64_t>(rng.uniform() * static_cast<double>(hi - lo + 1));
     };
-    const std::vector<std::string> sets = {
-        "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":" +
-            std::to_string(0.5 + 20 * rng.uniform()) +
-            ",\"max_sessions\":" + std::to_string(pick(20, 400)) + "}",
+    // Every third engine runs on a 4 ms grid (arrivals, frame periods and fixed-cost steps), where
+    // events fall on the instants steps end.
+    const bool grid = i % 3 == 0;
+    std::vector<std::string> sets = {
+        grid ? "workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":" +
+                   std::to_string(0.004 * static_cast<double>(pick(1, 40))) +
+                   ",\"sessions\":" + std::to_string(pick(5, 200)) + "}"
+             : "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":" +
+                   std::to_string(0.5 + 20 * rng.uniform()) +
+                   ",\"max_sessions\":" + std::to_string(pick(20, 400)) + "}",
         "workload.duration={\"type\":\"exponential\",\"mean_s\":" +
             std::to_string(10 + 200 * rng.uniform()) + "}",
         "engine.block_size=" + std::to_string(pick(1, 20)),
@@ -136,13 +142,21 @@ TEST(SettledRun, RandomScenariosMatch) {
         "engine.max_sessions_per_step=" + std::to_string(pick(1, 300)),
         "engine.exhaustion=" + std::string(rng.uniform() < 0.5 ? "stall" : "preempt_recompute"),
         "engine.silence_after_s=" + std::to_string(0.01 + 0.3 * rng.uniform()),
-        "workload.kv_tokens_per_frame=" + std::to_string(pick(0, 6)),
+        "workload.kv_tokens_per_frame=" + std::to_string(pick(0, 40)),
+        "workload.input_tokens_per_frame=" + std::to_string(pick(0, 8)),
+        "workload.output_tokens_per_frame=" + std::to_string(pick(0, 4)),
         "workload.prompt_tokens=" + std::to_string(pick(0, 40)),
         "kv_policy.window_tokens=" + std::to_string(pick(0, 200)),
         "kv_policy.sink_tokens=" + std::to_string(pick(0, 20)),
         "output.sample_period_s=" + std::to_string(0.05 + 2 * rng.uniform()),
         "horizon_s=90",
         "seed=" + std::to_string(i)};
+    if (grid) {
+      sets.push_back("workload.frame_period_s=" +
+                     std::to_string(0.004 * static_cast<double>(pick(10, 100))));
+      sets.push_back("cost_model={\"type\":\"fixed\",\"step_overhead_s\":" +
+                     std::to_string(0.004 * static_cast<double>(pick(1, 3))) + "}");
+    }
     SCOPED_TRACE("case " + std::to_string(i));
     settled += expect_same_with_and_without(
                    testing::moshi(0, rng.uniform() < 0.5 ? "windowed" : "unbounded", sets))
