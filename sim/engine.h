@@ -248,13 +248,13 @@ class Engine {
   };
   bool settled_on_ = false;
   int64_t settled_steps_ = 0;
-  Time settled_try_at_ = 0;  // no use trying before: a caller found short of its settled context
+  Time settled_try_at_ = 0;  // no use trying before (enter_settled's backoff)
   std::vector<SettledCaller> conveyor_;
   std::vector<int32_t> conveyor_ids_;  // their slots, in the same order
   size_t conveyor_head_ = 0;
   Time conveyor_last_ = kNever;  // the earliest release of a caller's last frame
-  std::vector<Time>
-      settled_step_;  // windowed: a step of k settled callers' duration, by k (0: unknown)
+  // Windowed: a step of k settled callers' duration, by k (0: not priced yet).
+  std::vector<Time> settled_step_;
 
   RunResult result_;
   FrameLedger ledger_;
