@@ -43,11 +43,14 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, Fi
   // and a merge of several runs (faster_per_shape) says which gave what.
   const bool merged = run.protocol.rfind("faster per shape of", 0) == 0;
   const bool torch = run.protocol.find("PyTorch") != std::string::npos;
+  // The live engine's profile (scripts/vllm_live_profile.py) times whole vLLM steps.
+  const bool vllm = run.protocol.rfind("vLLM engine steps", 0) == 0;
   const std::string how = merged  ? " (the faster per shape of several runs: source.protocol)"
                           : torch ? " with PyTorch SDPA / FlexAttention (the faster per shape)"
                                   : "";
   meta.label = run.backend == "cpu"
-                   ? (merged  ? "measured on a CPU, not a GPU: "
+                   ? (vllm    ? "measured on a running vLLM's steps (its CPU backend), not a GPU: "
+                      : merged  ? "measured on a CPU, not a GPU: "
                       : torch ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
                               : "measured on a CPU (reference kernels), not a GPU: ") +
                          run.device + (merged ? how : "")

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""The live runs beside their simulations: results/live/live_vs_sim.png|pdf and REPORT.md.
+
+For each case folder (results/live/<case>/, with live/ records and compare.json), two panels:
+  top     pool in use: what vLLM's Prometheus endpoint said (vllm:kv_cache_usage_perc), the
+          engine's own step log (1 - free blocks / usable blocks) and the simulation
+          (timeseries.csv pool_fraction); the live first refused allocation and simulate's first
+          stall marked
+  bottom  frames completed per second: live (frames.csv, by completion time) and simulated
+          (timeseries.csv frames_served per interval / interval)
+The simulation is run here (`metronome simulate --out`) from scenarios/live/<case>.json.
+REPORT.md puts each case's compare.json (scripts/live_compare.py) in one table: the live engine,
+the simulation with the live calibration, predict's t_sat, the relative errors and the checks.
+
+Usage: live_results.py [--metronome build/metronome] [--out results/live] CASE_DIR ...
+"""
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def num(x):
+    return float(x) if x not in ("", None) else None
+
+
+def cell(x, unit="", digits=4):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}g}{unit}"
+    return f"{x}{unit}"
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def write_report(args, comps):
+    cal = json.load(open(os.path.join(args.out, "calibration", "vllm_tiny_cpu.json")))
+    fit = cal["fit"]
+    lines = [
+        "# Live runs: vLLM's CPU backend against the simulator",
+        "",
+        "Made by `scripts/live_results.py` from `results/live/<case>/compare.json`"
+        " (`scripts/live_compare.py`); how the runs were made: `docs/live.md`. Simulated with the"
+        " live calibration `calibration/vllm_tiny_cpu.json` (" + cal["label"] + "; R2 "
+        f"{fit['r2']:.4f}, held-out median {100 * fit['heldout_median_ape']:.1f}%, max"
+        f" {100 * fit['heldout_max_ape']:.1f}%). Errors are simulated (or predicted) against"
+        " live. The live t_sat is the engine's first refused allocation, read in its scheduler.",
+        "",
+        "| case | t_sat live (s) | simulated | predicted (blocks) | frames served live / sim"
+        " | silent live / sim | true p50 before cliff live / sim (ms) | p99 live / sim (ms)"
+        " | tokens per due frame after cliff live / sim | preemptions live / sim | real time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in comps:
+        lv, sm, e = c["live"], c["simulated"], c["relative_error"]
+        lines.append(
+            f"| {c['case']} | {cell(lv['first_refused_allocation_s'])} "
+            f"| {cell(sm['first_stall_s'])} ({pct(e['t_sat_simulated'])}) "
+            f"| {cell(sm['t_sat_predicted_blocks_s'])} ({pct(e['t_sat_predicted_blocks'])}) "
+            f"| {lv['frames_served']} / {sm['frames_served']} ({pct(e['frames_served'])}) "
+            f"| {lv['frames_silent']} / {sm['frames_silent']} "
+            f"| {cell(lv['true_p50_ms_before_cliff'])} / {cell(sm['true_p50_ms_before_cliff'])}"
+            f" ({pct(e['true_p50_before_cliff'])}) "
+            f"| {cell(lv['true_p99_ms_before_cliff'])} / {cell(sm['true_p99_ms_before_cliff'])}"
+            f" ({pct(e['true_p99_before_cliff'])}) "
+            f"| {cell(lv['tokens_per_due_frame_after_cliff'], digits=3)} / "
+            f"{cell(sm['tokens_per_due_frame_after_cliff'], digits=3)} "
+            f"| {lv['preemptions']} / {sm['preemptions']} "
+            f"| {'yes' if c['real_time'] else 'no'} (lateness p99 "
+            f"{cell(lv['release_lateness_p99_ms'])} ms, load {cell(lv['load_average_before'], digits=3)}) |")
+    lines += ["", "Checks (the ctest `live.<case>` runs the same):", ""]
+    for c in comps:
+        for ch in c["checks"]:
+            err = ch.get("error")
+            lines.append(f"- {c['case']}: {'ok' if ch['ok'] else '**outside tolerance**'}: "
+                         f"{ch['what']}" + (f" ({pct(err)} against +-{100 * ch['tolerance']:.0f}%)"
+                                            if err is not None else ""))
+    lines += ["", "Each run: " + "; ".join(
+        f"{c['case']}: {c['live']['vllm_version']}, {c['live']['date']}, {c['live']['machine']}"
+        for c in comps), ""]
+    with open(os.path.join(args.out, "REPORT.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cases", nargs="+")
+    ap.add_argument("--metronome", default="build/metronome")
+    ap.add_argument("--scenarios", default="scenarios/live")
+    ap.add_argument("--out", default="results/live")
+    args = ap.parse_args()
+    plt.rcParams.update({"font.size": 7, "axes.titlesize": 7, "legend.fontsize": 6})
+    n = len(args.cases)
+    fig, axes = plt.subplots(2, n, figsize=(1.8 * n, 3.2), sharex="col", squeeze=False)
+    for i, d in enumerate(args.cases):
+        case = os.path.basename(os.path.normpath(d))
+        comp = json.load(open(os.path.join(d, "compare.json")))
+        run = json.load(open(os.path.join(d, "live", "run.json")))
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([args.metronome, "simulate", "--scenario",
+                            os.path.join(args.scenarios, case + ".json"), "--out", tmp],
+                           check=True, capture_output=True)
+            ts = rows(os.path.join(tmp, "timeseries.csv"))
+            scen = json.load(open(os.path.join(tmp, "scenario.json")))
+        horizon = scen["horizon_s"]
+        usable = scen["engine"]["num_blocks"] - 1
+        top, bot = axes[0][i], axes[1][i]
+        m = rows(os.path.join(d, "live", "metrics.csv"))
+        top.plot([num(r["t_s"]) for r in m], [num(r["kv_cache_usage_perc"]) for r in m],
+                 color="C0", lw=1.2, label="vLLM Prometheus")
+        origin = run["clock_origin_monotonic_s"]
+        steps = [json.loads(x) for x in open(os.path.join(d, "live", "steps.jsonl"))]
+        st = [(s["t1"] - origin, 1 - s["free"] / usable) for s in steps if s["t0"] >= origin]
+        top.plot([t for t, _ in st], [u for _, u in st], color="C0", lw=0.5, alpha=0.5,
+                 ls=":", label="vLLM step log")
+        top.plot([num(r["t_s"]) for r in ts], [num(r["pool_fraction"]) for r in ts], color="C1",
+                 lw=1.0, ls="--", label="simulated")
+        t_live = comp["live"]["first_refused_allocation_s"]
+        t_sim = comp["simulated"]["first_stall_s"]
+        if t_live is not None:
+            top.axvline(t_live, color="C0", lw=0.6)
+        if t_sim is not None:
+            top.axvline(t_sim, color="C1", lw=0.6, ls="--")
+        top.set_ylim(0, 1.05)
+        top.set_title(case.replace("_", " "))
+        fr = rows(os.path.join(d, "live", "frames.csv"))
+        period = scen["output"]["sample_period_s"]
+        bins = [0] * (int(horizon / period) + 1)
+        for r in fr:
+            t = num(r["done_s"])
+            if t is not None and t <= horizon:
+                bins[min(len(bins) - 1, int(t / period))] += 1
+        bot.step([k * period for k in range(len(bins))], [b / period for b in bins],
+                 where="post", color="C0", lw=1.0, label="live")
+        bot.step([num(r["t_s"]) - period for r in ts],
+                 [num(r["frames_served"]) / period for r in ts], where="post", color="C1",
+                 lw=1.0, ls="--", label="simulated")
+        bot.set_xlabel("time (s)")
+        bot.set_xlim(0, horizon)
+        if i == 0:
+            top.set_ylabel("pool in use")
+            bot.set_ylabel("frames completed / s")
+            top.legend(loc="upper left", frameon=False)
+            bot.legend(loc="upper right", frameon=False)
+    fig.tight_layout()
+    os.makedirs(args.out, exist_ok=True)
+    for ext in ("png", "pdf"):
+        fig.savefig(os.path.join(args.out, f"live_vs_sim.{ext}"), dpi=200,
+                    metadata={"CreationDate": None} if ext == "pdf" else None)
+    write_report(args, [json.load(open(os.path.join(d, "compare.json"))) for d in args.cases])
+    print(f"live_results: {args.out}/live_vs_sim.png, {args.out}/REPORT.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
