@@ -85,11 +85,14 @@ def write_report(args, comps):
             f"| {lv['preemptions']} / {sm['preemptions']} "
             f"| {'yes' if c['real_time'] else 'no'} (lateness p99 "
             f"{cell(lv['release_lateness_p99_ms'])} ms, load {cell(lv['load_average_before'], digits=3)}) |")
-    lines += ["", "Checks (the ctest `live.<case>` runs the same):", ""]
+    lines += ["", "Checks (the ctest `live.<case>` enforces all but the latency ones; latency is"
+              " checked only on runs that kept real time):", ""]
     for c in comps:
         for ch in c["checks"]:
             err = ch.get("error")
-            lines.append(f"- {c['case']}: {'ok' if ch['ok'] else '**outside tolerance**'}: "
+            verdict = ("ok" if ch["ok"] else "**outside tolerance**" if ch.get("enforced", True)
+                       else "**not met** (reported, not enforced)")
+            lines.append(f"- {c['case']}: {verdict}: "
                          f"{ch['what']}" + (f" ({pct(err)} against +-{100 * ch['tolerance']:.0f}%)"
                                             if err is not None else ""))
     lines += ["", "Each run: " + "; ".join(
@@ -128,8 +131,9 @@ def main():
         origin = run["clock_origin_monotonic_s"]
         steps = [json.loads(x) for x in open(os.path.join(d, "live", "steps.jsonl"))]
         st = [(s["t1"] - origin, 1 - s["free"] / usable) for s in steps if s["t0"] >= origin]
-        top.plot([t for t, _ in st], [u for _, u in st], color="C0", lw=0.5, alpha=0.5,
-                 ls=":", label="vLLM step log")
+        # A stalled engine writes no step, so its last state holds until the next one (steps-post).
+        top.step([t for t, _ in st], [u for _, u in st], where="post", color="C0", lw=0.5,
+                 alpha=0.5, ls=":", label="vLLM step log")
         top.plot([num(r["t_s"]) for r in ts], [num(r["pool_fraction"]) for r in ts], color="C1",
                  lw=1.0, ls="--", label="simulated")
         t_live = comp["live"]["first_refused_allocation_s"]

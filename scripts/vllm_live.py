@@ -38,6 +38,7 @@ import json
 import os
 import platform
 import random
+import signal
 import sys
 import time
 
@@ -137,8 +138,8 @@ class Plan:
         if self.n_in < 1 or self.n_out < 1:
             raise InputError(f"{source}: field 'workload.input_tokens_per_frame': a live frame "
                              "needs at least one input and one output token")
-        if w.get("frame_jitter_s", 0):
-            raise InputError(f"{source}: field 'workload.frame_jitter_s': expected 0 on a live run")
+        # frame_jitter_s is how late frames reach the engine in the simulation of a live run (the
+        # serving path's delivery spread); the live path has its own, so the driver adds none.
         adm = s.get("admission", {}).get("type", "none")
         if adm not in ("none",):
             raise InputError(f"{source}: field 'admission.type': expected none (the live driver "
@@ -563,6 +564,10 @@ def main():
     except (InputError, KeyError, ValueError, OSError) as e:
         print(f"vllm_live: {e}", file=sys.stderr)
         return 2
+    # A stopped driver must stop its engine: SIGTERM unwinds through engine.shutdown() (a killed
+    # parent would leave vLLM's engine core and worker running, and every later run sharing the
+    # CPU with them).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     books = Books()
     clock_box = []
     load_before = os.getloadavg()[0]

@@ -9,6 +9,7 @@ step to $METRONOME_LIVE_STEPS:
            step's wall time, scheduling and the forward pass included (the driver's clock is the
            same system clock, so the two timelines line up)
   q, c     per scheduled request: tokens computed this step, tokens already computed before it
+  id       per scheduled request: the driver's request id (vLLM's internal id up to its first "-")
   fail     allocate_slots() calls that returned None in this step (a refused allocation)
   pre      requests preempted in this step
   free     free blocks after the step (vLLM's count, cached-but-free blocks included)
@@ -69,16 +70,18 @@ def install(path):
         write = not empty or (state.get("fail_in_schedule", 0) > 0 and not state.get("empty"))
         state["empty"] = empty
         if write:
-            q, c = [], []
+            q, c, ids = [], [], []
             for nr in so.scheduled_new_reqs:
                 q.append(so.num_scheduled_tokens[nr.req_id])
                 c.append(nr.num_computed_tokens)
+                ids.append(nr.req_id.split("-")[0])
             cr = so.scheduled_cached_reqs
             for rid, comp in zip(cr.req_ids, cr.num_computed_tokens):
                 q.append(so.num_scheduled_tokens[rid])
                 c.append(comp)
+                ids.append(rid.split("-")[0])
             row = {
-                "t0": round(state["t0"], 6), "t1": round(t1, 6), "q": q, "c": c,
+                "t0": round(state["t0"], 6), "t1": round(t1, 6), "q": q, "c": c, "id": ids,
                 "fail": state.get("fail_in_schedule", 0),
                 "pre": len(so.preempted_req_ids or ()),
                 "free": self.kv_cache_manager.block_pool.get_num_free_blocks(),

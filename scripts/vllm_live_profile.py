@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import random
+import signal
 import statistics
 import sys
 
@@ -144,6 +145,7 @@ def main():
         os.remove(steps_path)
     os.environ["METRONOME_LIVE_STEPS"] = steps_path
     load_before = os.getloadavg()[0]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind through engine.shutdown()
     asyncio.run(profile(args, model_json, steps_path))
     import vllm
     bench = medians(steps_path, model_json["layers"])

@@ -453,11 +453,6 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
                       ": workload.frame_period_s: expected 1.024 us to 1e6 s with admission.join "
                       "\"spread\" (1024 phase slots per period)");
   }
-  if (s.engine.scheduler == "vllm_v1" && s.workload.frame_jitter_s > 0) {
-    throw ConfigError(source +
-                      ": workload.frame_jitter_s: expected 0 with engine.scheduler "
-                      "\"vllm_v1\" (its frames are released on the period grid)");
-  }
   check_run_size(s);
   return s;
 }
