@@ -6,8 +6,8 @@ For each case folder (results/live/<case>/, with live/ records and compare.json)
           engine's own step log (1 - free blocks / usable blocks) and the simulation
           (timeseries.csv pool_fraction); the live first refused allocation and simulate's first
           stall marked
-  bottom  frames completed per second: live (frames.csv, by completion time) and simulated
-          (timeseries.csv frames_served per interval / interval)
+  bottom  frames answered within silence_after_s per second, in the interval of their silence
+          deadline: live (frames.csv) and simulated (timeseries.csv frames_served / interval)
 The simulation is run here (`metronome simulate --out`) from scenarios/live/<case>.json.
 REPORT.md puts each case's compare.json (scripts/live_compare.py) in one table: the live engine,
 the simulation with the live calibration, predict's t_sat, the relative errors and the checks.
@@ -144,13 +144,16 @@ def main():
             top.axvline(t_sim, color="C1", lw=0.6, ls="--")
         top.set_ylim(0, 1.05)
         top.set_title(case.replace("_", " "))
+        # Frames answered within silence_after_s, counted in the sample interval that holds their
+        # silence deadline (release + silence_after_s): the time series' own frames_served.
         fr = rows(os.path.join(d, "live", "frames.csv"))
         period = scen["output"]["sample_period_s"]
+        silence = scen["engine"]["silence_after_s"]
         bins = [0] * (int(horizon / period) + 1)
         for r in fr:
-            t = num(r["done_s"])
-            if t is not None and t <= horizon:
-                bins[min(len(bins) - 1, int(t / period))] += 1
+            t, rel = num(r["done_s"]), num(r["release_s"])
+            if t is not None and t - rel <= silence and rel + silence <= horizon:
+                bins[min(len(bins) - 1, int((rel + silence) / period))] += 1
         bot.step([k * period for k in range(len(bins))], [b / period for b in bins],
                  where="post", color="C0", lw=1.0, label="live")
         bot.step([num(r["t_s"]) - period for r in ts],
@@ -160,7 +163,7 @@ def main():
         bot.set_xlim(0, horizon)
         if i == 0:
             top.set_ylabel("pool in use")
-            bot.set_ylabel("frames completed / s")
+            bot.set_ylabel("frames answered in time / s")
             top.legend(loc="upper left", frameon=False)
             bot.legend(loc="upper right", frameon=False)
     fig.tight_layout()

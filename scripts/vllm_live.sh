@@ -55,5 +55,5 @@ OMP_NUM_THREADS=$threads "$py" scripts/vllm_live.py --scenario "$out/sim/scenari
   grep -v -e ' INFO ' -e ' WARNING ' "$out/live.log" | tail -n 20 >&2
   exit $rc
 }
-tail -n 1 "$out/live.log" >&2
+grep "^vllm_live:" "$out/live.log" >&2 || true
 /usr/bin/python3 scripts/live_compare.py "$out"
