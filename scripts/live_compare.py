@@ -157,7 +157,20 @@ def live_side(d, scenario):
                "num_requests_waiting_median": med("num_requests_waiting")}
     step_ms = [1e3 * (s["t1"] - s["t0"]) for s in steps if origin is not None and s["t0"] >= origin
                and s["q"]]
+    adm = None
+    apath = os.path.join(d, "admission.csv")
+    if os.path.exists(apath):
+        with open(apath) as f:
+            rows = list(csv.DictReader(f))
+        # N* as the simulator defines it: the median of the live sessions at the control instants
+        # of the last half of the horizon.
+        last = sorted(int(r["live"]) for r in rows if 2 * float(r["t_s"]) >= horizon)
+        adm = {"n_star": last[len(last) // 2] if last else None,
+               "cap_final": int(rows[-1]["cap"]) if rows else None,
+               "sessions_rejected": int(rows[-1]["rejected"]) if rows else 0,
+               "control_intervals": len(rows)}
     return {
+        "admission": adm,
         "first_refused_allocation_s": first_fail,
         "first_preemption_s": (preempt[0]["t0"] - origin) if preempt else None,
         "preemptions": sum(s["pre"] for s in steps if origin is not None and s["t0"] >= origin),
@@ -211,7 +224,11 @@ def sim_side(metronome, scenario_path, whole, h0, cliff, horizon):
         v = sorted(x[key] for x in runs if x[key] is not None)
         return {"min": v[0], "median": v[len(v) // 2], "max": v[-1], "seeds": len(v)} if v else None
 
+    a = r.get("admission", {})
     return {
+        "admission": {"n_star": a.get("n_star"), "cap_final": a.get("final_cap"),
+                      "sessions_rejected": r.get("sessions_rejected"),
+                      "flags": a.get("flags")} if a.get("capped") else None,
         "seeds": {k: spread(k) for k in ("frames_served", "preemptions", "first_stall_s")},
         "t_sat_predicted_blocks_s": p.get("t_sat_blocks_s"),
         "t_sat_predicted_continuous_s": p.get("t_sat_continuous_s"),
@@ -271,11 +288,18 @@ def compare(d, metronome, scenario_path):
     # else: endpoint mode, whose server has no step log: its allocations are not seen, so t_sat is
     # not observed (the Prometheus samples still are).
     check("t_sat simulated vs live", errors["t_sat_simulated"], tol_t, both_stall)
-    if t_live is not None and not recompute:
+    # The first-order model counts every caller that arrives; under admission control it is not a
+    # prediction of this run.
+    if t_live is not None and not recompute and not sim.get("admission"):
         check("t_sat predicted (whole blocks) vs live", errors["t_sat_predicted_blocks"], tol_t)
     fs = sim["seeds"]["frames_served"]
     metastable = (fs["max"] - fs["min"]) > 2 * TOL["frames_served"] * fs["median"]
-    if metastable:
+    if live.get("admission") and sim.get("admission"):
+        # Under admission control the frames due follow the callers admitted, which follow the
+        # latency signal: N* is the comparison (reported), not frames served.
+        check("N* (median live sessions over the last half)",
+              rel(sim["admission"]["n_star"], live["admission"]["n_star"]), 0.15, True, False)
+    elif metastable:
         # The seeds split into outcomes: the live run must be one of them (within 2% of the range).
         lo, hi = fs["min"] * (1 - TOL["frames_served"]), fs["max"] * (1 + TOL["frames_served"])
         checks.append({"what": f"frames served inside the {fs['seeds']} simulated seeds' range "
@@ -324,6 +348,11 @@ def table(c):
          f"{sm['seeds']['preemptions']['min']}-{sm['seeds']['preemptions']['max']}", None),
         ("engine steps", lv["engine_steps"], sm["engine_steps"], None),
     ]
+    if lv.get("admission") and sm.get("admission"):
+        la, sa = lv["admission"], sm["admission"]
+        rows += [("N* (median live, last half)", la["n_star"], sa["n_star"],
+                  rel(sa["n_star"], la["n_star"])),
+                 ("callers turned away", la["sessions_rejected"], sa["sessions_rejected"], None)]
     lines = [f"{c['case']}: {c['scenario']} ({lv['verdict']})",
              f"  {'':40s} {'live':>10s} {'simulated':>10s} {'error':>8s}"]
     for name, a, b, err in rows:

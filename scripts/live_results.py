@@ -154,11 +154,25 @@ def main():
             t, rel = num(r["done_s"]), num(r["release_s"])
             if t is not None and t - rel <= silence and rel + silence <= horizon:
                 bins[min(len(bins) - 1, int((rel + silence) / period))] += 1
-        bot.step([k * period for k in range(len(bins))], [b / period for b in bins],
-                 where="post", color="C0", lw=1.0, label="live")
-        bot.step([num(r["t_s"]) - period for r in ts],
-                 [num(r["frames_served"]) / period for r in ts], where="post", color="C1",
-                 lw=1.0, ls="--", label="simulated")
+        adm = os.path.join(d, "live", "admission.csv")
+        if os.path.exists(adm):
+            # Admission runs: sessions admitted (and the controller's cap, thin) over time.
+            a = rows(adm)
+            bot.step([num(r["t_s"]) for r in a], [num(r["live"]) for r in a], where="post",
+                     color="C0", lw=1.0, label="live")
+            bot.step([num(r["t_s"]) for r in a], [num(r["cap"]) for r in a], where="post",
+                     color="C0", lw=0.5, alpha=0.6)
+            bot.step([num(r["t_s"]) for r in ts], [num(r["live_sessions"]) for r in ts],
+                     where="post", color="C1", lw=1.0, ls="--", label="simulated")
+            bot.step([num(r["t_s"]) for r in ts], [num(r["admission_cap"]) for r in ts],
+                     where="post", color="C1", lw=0.5, ls="--", alpha=0.6)
+            bot.set_ylabel("sessions admitted (cap thin)")
+        else:
+            bot.step([k * period for k in range(len(bins))], [b / period for b in bins],
+                     where="post", color="C0", lw=1.0, label="live")
+            bot.step([num(r["t_s"]) - period for r in ts],
+                     [num(r["frames_served"]) / period for r in ts], where="post", color="C1",
+                     lw=1.0, ls="--", label="simulated")
         bot.set_xlabel("time (s)")
         bot.set_xlim(0, horizon)
         if i == 0:

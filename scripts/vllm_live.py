@@ -35,6 +35,7 @@ import asyncio
 import csv
 import datetime
 import json
+import math
 import os
 import platform
 import random
@@ -140,10 +141,18 @@ class Plan:
                              "needs at least one input and one output token")
         # frame_jitter_s is how late frames reach the engine in the simulation of a live run (the
         # serving path's delivery spread); the live path has its own, so the driver adds none.
-        adm = s.get("admission", {}).get("type", "none")
-        if adm not in ("none",):
-            raise InputError(f"{source}: field 'admission.type': expected none (the live driver "
-                             "admits every caller), got " + repr(adm))
+        self.admission = s.get("admission", {"type": "none"})
+        if self.admission.get("type", "none") != "none":
+            if self.session_model != "resumable":
+                raise InputError(f"{source}: field 'admission.type': a live run admits callers "
+                                 "only with engine.session_model resumable")
+            if self.admission.get("memory_guard", "auto") != "off":
+                raise InputError(f"{source}: field 'admission.memory_guard': expected \"off\" on "
+                                 "a live run (the driver applies the controller alone)")
+            if self.admission.get("join", "arrival") != "arrival":
+                raise InputError(f"{source}: field 'admission.join': expected \"arrival\" on a "
+                                 "live run")
+        self.silence = need(e, "engine.", "silence_after_s", "number", source)
         self.model = s["model"]
         self.vocab = self.model["vocab_size"]
 
@@ -187,6 +196,74 @@ class Books:
         return r
 
 
+class Gate:
+    """Admission at the serving layer: the scenario's controller, run by `metronome admit` (the
+    object the simulator's engine runs), fed each control interval's latency signal as the
+    simulator's FrameLedger defines it: the admission.quantile over the frames answered within
+    silence_after_s in the interval and the frames whose silence deadline passed unanswered in it
+    (at silence_after_s for the reported signal, censored for the true one)."""
+
+    def __init__(self, plan, metronome, scenario_path):
+        import subprocess
+        self.plan, self.live, self.rejected, self.log = plan, 0, 0, []
+        self.cap = -1
+        self.proc = None
+        if plan.admission.get("type", "none") != "none":
+            self.proc = subprocess.Popen([metronome, "admit", "--scenario", scenario_path],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.cap = json.loads(self.proc.stdout.readline())["cap"]
+
+    def admit(self):
+        if self.cap >= 0 and self.live >= self.cap:
+            self.rejected += 1
+            return False
+        self.live += 1
+        return True
+
+    def leave(self):
+        self.live -= 1
+
+    def signal(self, books, t):
+        a, p = self.plan.admission, self.plan
+        lo = t - a["interval_s"]
+        lat = []
+        for f in books.frames.values():
+            done, rel = f["done_s"], f["release_s"]
+            if done is not None and lo < done <= t and done - rel <= p.silence:
+                lat.append(done - rel)
+            elif lo < rel + p.silence <= t and (done is None or done - rel > p.silence):
+                lat.append(p.silence if a.get("signal", "reported") == "reported" else math.inf)
+        if not lat:
+            return None, 0
+        lat.sort()
+        k = max(0, min(len(lat) - 1, math.ceil(a.get("quantile", 0.95) * len(lat)) - 1))
+        return lat[k], len(lat)
+
+    async def control(self, books, clock):
+        if self.proc is None:
+            return
+        a = self.plan.admission
+        k = 1
+        while k * a["interval_s"] <= self.plan.horizon + 1e-9:
+            await clock.until(k * a["interval_s"])
+            t = k * a["interval_s"]
+            q, n = self.signal(books, t)
+            line = {"now_s": t, "latency_ms": (None if q is not None and math.isinf(q)
+                                               else 1e3 * (q or 0.0)),
+                    "frames": n, "live": self.live}
+            self.proc.stdin.write(json.dumps(line) + "\n")
+            self.proc.stdin.flush()
+            self.cap = json.loads(self.proc.stdout.readline())["cap"]
+            self.log.append({"t_s": t, "signal_ms": line["latency_ms"], "frames": n,
+                             "live": self.live, "cap": self.cap, "rejected": self.rejected})
+            k += 1
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+
+
 def token_ids(rng, vocab, n):
     # Ids above the special tokens; distinct sessions draw from their own generator, so no two
     # sessions share a prefix-cache block by content.
@@ -197,13 +274,23 @@ def token_ids(rng, vocab, n):
 # Self-contained engine: AsyncLLM
 
 
-async def run_resumable_session(engine, plan, books, clock, s, arrival, sp_factory, inputs):
-    from vllm.engine.protocol import StreamingInput
-    from vllm.inputs import TokensPrompt
-
+async def run_resumable_session(engine, plan, books, clock, s, arrival, sp_factory, gate):
     releases = plan.frames_of(arrival)
     if not releases:
         return
+    await clock.until(arrival)
+    if not gate.admit():
+        return  # turned away: a rejected caller's frames are not due
+    try:
+        await resumable_call(engine, plan, books, clock, s, arrival, sp_factory, releases)
+    finally:
+        gate.leave()
+
+
+async def resumable_call(engine, plan, books, clock, s, arrival, sp_factory, releases):
+    from vllm.engine.protocol import StreamingInput
+    from vllm.inputs import TokensPrompt
+
     rng = random.Random(plan.seed * 1_000_003 + s)
     records = [books.frame(s, k, r) for k, r in enumerate(releases)]
     hang_up = arrival + plan.call
@@ -270,7 +357,7 @@ async def run_per_frame_session(submit, plan, books, clock, s, arrival):
         history += out
 
 
-async def self_contained(plan, args, books, clock_box):
+async def self_contained(plan, args, books, clock_box, gate):
     from vllm import SamplingParams
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.inputs import TokensPrompt
@@ -310,11 +397,12 @@ async def self_contained(plan, args, books, clock_box):
         clock = Clock()
         clock_box.append(clock)
         sampler = asyncio.create_task(sample_metrics(plan, clock, books, prom_local))
+        controller = asyncio.create_task(gate.control(books, clock))
         tasks = []
         if plan.session_model == "resumable":
             for s, a in enumerate(plan.arrivals()):
                 tasks.append(asyncio.create_task(
-                    run_resumable_session(engine, plan, books, clock, s, a, sp, None)))
+                    run_resumable_session(engine, plan, books, clock, s, a, sp, gate)))
         else:
             async def submit(rid, prompt, rec):
                 outs = []
@@ -341,6 +429,7 @@ async def self_contained(plan, args, books, clock_box):
                 t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await sampler
+        await controller
         return engine_info_local(engine, plan)
     finally:
         engine.shutdown()
@@ -381,9 +470,12 @@ def engine_info_local(engine, plan):
 # Endpoint mode: a user's `vllm serve` over HTTP
 
 
-async def endpoint(plan, args, books, clock_box):
+async def endpoint(plan, args, books, clock_box, gate):
     import aiohttp
 
+    if plan.admission.get("type", "none") != "none":
+        raise InputError("--endpoint: field 'admission.type': expected none (admission drives "
+                         "resumable sessions, which the HTTP API does not have)")
     if plan.session_model != "per_frame_request":
         raise InputError("--endpoint: field 'engine.session_model': expected per_frame_request "
                          "(streaming-input sessions are not on vLLM's HTTP API)")
@@ -479,7 +571,7 @@ async def sample_metrics_async(plan, clock, books, read):
 # ---------------------------------------------------------------------------------------------
 
 
-def write_outputs(plan, args, books, info, wall_s, load_before, load_after):
+def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate):
     os.makedirs(args.out, exist_ok=True)
     cols = ["session", "frame", "release_s", "submit_s", "first_token_s", "done_s", "tokens"]
     with open(os.path.join(args.out, "frames.csv"), "w", newline="") as f:
@@ -495,6 +587,13 @@ def write_outputs(plan, args, books, info, wall_s, load_before, load_after):
         w.writerow(mcols)
         for r in getattr(books, "metrics", []):
             w.writerow([fmt(r.get(c)) for c in mcols])
+    if gate.log:
+        acols = ["t_s", "signal_ms", "frames", "live", "cap", "rejected"]
+        with open(os.path.join(args.out, "admission.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(acols)
+            for r in gate.log:
+                w.writerow([fmt(r[c]) for c in acols])
     late = sorted(books.lateness)
     n_late = sum(1 for x in late if x > MAX_LATENESS_S)
     real_time = bool(late) and n_late <= MAX_LATE_FRACTION * len(late)
@@ -505,6 +604,7 @@ def write_outputs(plan, args, books, info, wall_s, load_before, load_after):
         "machine": f"{platform.machine()} {cpu_model()}, {os.cpu_count()} cores",
         "load_average_before": load_before, "load_average_after": load_after,
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "sessions_arrived": len(plan.arrivals()), "sessions_rejected": gate.rejected,
         "dtype": args.dtype,
         "wall_s": round(wall_s, 3),
         "releases": len(late),
@@ -556,6 +656,9 @@ def main():
                     help="on vLLM's CPU backend, the fraction of the NUMA node's memory it may "
                     "reserve (its check, not the pool: the pool is engine.num_blocks)")
     ap.add_argument("--endpoint", help="URL of a running vLLM server (endpoint mode)")
+    ap.add_argument("--metronome", default=os.path.join(os.path.dirname(__file__), "..", "build",
+                                                       "metronome"),
+                    help="the metronome binary whose `admit` runs the admission controller")
     ap.add_argument("--served-model", help="model name on the server (default: its first)")
     args = ap.parse_args()
     try:
@@ -574,14 +677,18 @@ def main():
     t = time.monotonic()
     try:
         runner = endpoint if args.endpoint else self_contained
-        info = asyncio.run(runner(plan, args, books, clock_box))
+        gate = Gate(plan, args.metronome, args.scenario)
+        try:
+            info = asyncio.run(runner(plan, args, books, clock_box, gate))
+        finally:
+            gate.close()
     except InputError as e:
         print(f"vllm_live: {e}", file=sys.stderr)
         return 2
     wall = time.monotonic() - t
     if clock_box:
         info["clock_origin_monotonic_s"] = round(clock_box[0].t0, 6)
-    run = write_outputs(plan, args, books, info, wall, load_before, os.getloadavg()[0])
+    run = write_outputs(plan, args, books, info, wall, load_before, os.getloadavg()[0], gate)
     print(f"vllm_live: {plan.name}: {len(books.frames)} frames recorded in {run['wall_s']} s; "
           f"{run['verdict']}", file=sys.stderr)
     return 0

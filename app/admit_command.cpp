@@ -1,0 +1,87 @@
+// `metronome admit`: the scenario's admission controller as a process, for a driver outside the
+// simulator (scripts/vllm_live.py admitting callers into a running vLLM). The controller is the
+// object the engine runs (admission.type through the registry), so a live run and a simulation of
+// it apply one rule. A line protocol: one JSON object per control interval on stdin, the cap after
+// it on stdout.
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "app/commands.h"
+#include "app/scenario_options.h"
+#include "sim/admission/admission_policy.h"
+#include "sim/config_error.h"
+#include "sim/output_file.h"
+
+namespace metronome::cli {
+
+namespace {
+
+// The cap as the protocol writes it: -1 for none.
+int64_t wire_cap(int64_t cap) { return cap == kNoCap ? -1 : cap; }
+
+ControlSignal parse_signal(const std::string& line, int64_t n) {
+  const std::string where = "stdin line " + std::to_string(n);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error&) {
+    throw ConfigError(where + ": expected a JSON object {\"now_s\", \"latency_ms\", \"frames\", "
+                              "\"live\"}, got: " + line.substr(0, 80));
+  }
+  auto number = [&](const char* key, bool null_ok) -> double {
+    if (!j.is_object() || !j.contains(key)) throw ConfigError(where + ": field '" + key + "' missing");
+    const auto& v = j[key];
+    if (v.is_null() && null_ok) return INFINITY;  // censored: no answer in the interval's quantile
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+      throw ConfigError(where + ": field '" + key + "': expected a number >= 0" +
+                        (null_ok ? " or null (censored)" : ""));
+    }
+    return v.get<double>();
+  };
+  ControlSignal s;
+  s.now = from_seconds(number("now_s", false));
+  s.latency_s = number("latency_ms", true) / 1e3;
+  s.frames = static_cast<int64_t>(number("frames", false));
+  s.live = static_cast<int64_t>(number("live", false));
+  // No cost model stands behind a live engine's latency here: the forecast is the observation.
+  s.settled_latency_s = s.latency_s;
+  return s;
+}
+
+}  // namespace
+
+Run add_admit(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "admit",
+      "Run the scenario's admission controller (admission.type: aimd, gradient, static, none) as "
+      "a process for a driver outside the simulator, such as scripts/vllm_live.py driving a real "
+      "vLLM. Prints {\"cap\": N} (-1: no cap) at start, then reads one JSON object per control "
+      "interval on stdin, {\"now_s\": seconds on the run's clock, \"latency_ms\": the interval's "
+      "admission.quantile of per-frame latency (null: censored), \"frames\": frames in it, "
+      "\"live\": sessions admitted now}, and prints the cap after each. The settled-latency "
+      "forecast of a simulation is not applied (no cost model stands behind a live latency).");
+  auto o = std::make_shared<ScenarioOptions>();
+  o->add_to(*cmd);
+  return [o]() {
+    const Scenario s = o->load();
+    auto controller = s.admission.policy->make_controller(s.workload.deadline());
+    auto emit = [&] {
+      std::cout << nlohmann::json{{"cap", wire_cap(controller->cap())}}.dump() << "\n"
+                << std::flush;
+      if (!std::cout) throw IoError("stdout: write failed");
+    };
+    emit();
+    std::string line;
+    for (int64_t n = 1; std::getline(std::cin, line); ++n) {
+      if (line.empty()) continue;
+      const ControlSignal sig = parse_signal(line, n);
+      if (controller->adaptive()) controller->on_interval(sig);
+      emit();
+    }
+    return 0;
+  };
+}
+
+}  // namespace metronome::cli
