@@ -317,11 +317,11 @@ def compare(d, metronome, scenario_path):
             "real_time": rt}
 
 
-def fmt(x, unit=""):
+def fmt(x, unit="", digits=4):
     if x is None:
         return "-"
     if isinstance(x, float):
-        return f"{x:.4g}{unit}"
+        return f"{x:.{digits}g}{unit}"
     return f"{x}{unit}"
 
 

@@ -38,12 +38,8 @@ def num(x):
     return float(x) if x not in ("", None) else None
 
 
-def cell(x, unit="", digits=4):
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.{digits}g}{unit}"
-    return f"{x}{unit}"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from live_compare import fmt as cell  # noqa: E402  (one number format for the table and report)
 
 
 def pct(x):

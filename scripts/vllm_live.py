@@ -189,6 +189,15 @@ class Books:
         self.frames = {}  # (session, frame) -> record
         self.lateness = []
 
+    @staticmethod
+    def got_tokens(rec, n, t, n_out):
+        """`n` output tokens of a frame reached the driver at `t`."""
+        if n and rec["first_token_s"] is None:
+            rec["first_token_s"] = t
+        rec["tokens"] += n
+        if rec["tokens"] >= n_out and rec["done_s"] is None:
+            rec["done_s"] = t
+
     def frame(self, s, k, release):
         r = {"session": s, "frame": k, "release_s": release, "submit_s": None,
              "first_token_s": None, "done_s": None, "tokens": 0}
@@ -315,14 +324,8 @@ async def resumable_call(engine, plan, books, clock, s, arrival, sp_factory, rel
             t = clock.now()
             n = len(out.outputs[0].token_ids) if out.outputs else 0
             for _ in range(n):
-                k = got // plan.n_out
-                if k < len(records):
-                    rec = records[k]
-                    if rec["first_token_s"] is None:
-                        rec["first_token_s"] = t
-                    rec["tokens"] += 1
-                    if rec["tokens"] == plan.n_out:
-                        rec["done_s"] = t
+                if got // plan.n_out < len(records):
+                    Books.got_tokens(records[got // plan.n_out], 1, t, plan.n_out)
                 got += 1
 
     task = asyncio.create_task(consume())
@@ -337,6 +340,7 @@ async def resumable_call(engine, plan, books, clock, s, arrival, sp_factory, rel
 
 
 async def run_per_frame_session(submit, plan, books, clock, s, arrival):
+    await clock.until(arrival)
     releases = plan.frames_of(arrival)
     records = [books.frame(s, k, r) for k, r in enumerate(releases)]
     rng = random.Random(plan.seed * 1_000_003 + s)
@@ -408,21 +412,14 @@ async def self_contained(plan, args, books, clock_box, gate):
                 outs = []
                 async for out in engine.generate(TokensPrompt(prompt_token_ids=prompt), sp(),
                                                  request_id=rid):
-                    t = clock.now()
                     new = list(out.outputs[0].token_ids) if out.outputs else []
-                    if new and rec["first_token_s"] is None:
-                        rec["first_token_s"] = t
                     outs += new
-                    rec["tokens"] = len(outs)
-                    if len(outs) >= plan.n_out and rec["done_s"] is None:
-                        rec["done_s"] = t
+                    Books.got_tokens(rec, len(new), clock.now(), plan.n_out)
                 return outs
 
-            async def one(s, a):
-                await clock.until(a)
-                await run_per_frame_session(submit, plan, books, clock, s, a)
             for s, a in enumerate(plan.arrivals()):
-                tasks.append(asyncio.create_task(one(s, a)))
+                tasks.append(asyncio.create_task(
+                    run_per_frame_session(submit, plan, books, clock, s, a)))
         await clock.until(plan.horizon)
         for t in tasks:
             if not t.done():
@@ -505,23 +502,14 @@ async def endpoint(plan, args, books, clock_box, gate):
                     line = line.strip()
                     if not line.startswith(b"data:") or line == b"data: [DONE]":
                         continue
-                    ch = json.loads(line[5:])["choices"][0]
-                    new = ch.get("token_ids") or []
-                    t = clock.now()
-                    if new and rec["first_token_s"] is None:
-                        rec["first_token_s"] = t
+                    new = json.loads(line[5:])["choices"][0].get("token_ids") or []
                     outs += new
-                    rec["tokens"] = len(outs)
-                    if len(outs) >= plan.n_out and rec["done_s"] is None:
-                        rec["done_s"] = t
+                    Books.got_tokens(rec, len(new), clock.now(), plan.n_out)
             return outs
 
-        async def one(s, a):
-            await clock.until(a)
-            await run_per_frame_session(submit, plan, books, clock, s, a)
-
         sampler = asyncio.create_task(sample_metrics_async(plan, clock, books, prom))
-        tasks = [asyncio.create_task(one(s, a)) for s, a in enumerate(plan.arrivals())]
+        tasks = [asyncio.create_task(run_per_frame_session(submit, plan, books, clock, s, a))
+                 for s, a in enumerate(plan.arrivals())]
         await clock.until(plan.horizon)
         for t in tasks:
             if not t.done():
