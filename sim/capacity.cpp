@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/config_error.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
@@ -48,6 +49,16 @@ bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double 
   const Scenario p = probe_scenario(s, n, probe_s, random);
   check_step_bounds(p, cost);
   const RunResult r = simulate(p, cost);
+  // A probe too short for any frame to fall in its second half has no steady latency to judge:
+  // an error, not a cap of 0.
+  if (r.steady_frames_due == 0) {
+    const double least = 2 * std::max(s.workload.frame_period_s, s.output.sample_period_s);
+    throw ConfigError(fmt::format(
+        "{}: capacity probe of {:.6g} s (--probe-s): no frame is due in its second half, where "
+        "the steady latency is measured; expected a probe of at least {:.6g} s (two frame "
+        "periods and two output.sample_period_s)",
+        s.source, probe_s, least));
+  }
   // Both judged at steady state: a window's fill and the callers' first frames are not what the
   // cap serves (chunked models' start-up alone put 1.2% of a 17 s probe's frames past silence).
   return r.steady_reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
