@@ -260,9 +260,16 @@ int run_benchmarks(const BenchRequest& r) {
   argv.push_back(nullptr);
   benchmark::Initialize(&argc, argv.data());
   if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) return 2;
+  // The console table (the default --benchmark_format) without non-finite counters; another
+  // format asked for is Google Benchmark's own.
+  bool console_format = true;
+  for (const auto& a : r.benchmark_args) {
+    if (a.rfind("--benchmark_format=", 0) == 0) console_format = a == "--benchmark_format=console";
+  }
   FiniteConsoleReporter console(::isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
                                                         : benchmark::ConsoleReporter::OO_None);
-  const size_t ran = benchmark::RunSpecifiedBenchmarks(&console);
+  const size_t ran = console_format ? benchmark::RunSpecifiedBenchmarks(&console)
+                                    : benchmark::RunSpecifiedBenchmarks();
   benchmark::ClearRegisteredBenchmarks();
   if (ran == 0) {
     std::cerr << "calibrate: no benchmark ran (check --benchmark_filter); " << r.out
@@ -271,7 +278,8 @@ int run_benchmarks(const BenchRequest& r) {
   }
   std::string text;
   if (!read_whole(tmp, text) || text.empty() || text.front() != '{' ||
-      text.find_last_not_of(" \n") == std::string::npos || text[text.find_last_not_of(" \n")] != '}') {
+      text.find_last_not_of(" \n") == std::string::npos ||
+      text[text.find_last_not_of(" \n")] != '}') {
     std::cerr << "calibrate: error: cannot write " << r.out << ": the benchmark JSON (" << tmp
               << ") is missing or incomplete (a full disk?)\n";
     return 1;

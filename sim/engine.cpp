@@ -261,9 +261,20 @@ bool Engine::absorb_into_back(int64_t id) {
     return false;
   }
   c.count += s.count;
+  const bool had_departure = s.end != kNever;
   sessions_[id].state = Session::State::kGone;
   next_incarnation(id);
   free_slots_.push_back(id);
+  // The retired slot's departure stays in the queue until its time; a call as long as the run
+  // splits and rejoins once a period, so they would pile up by the million (520 MB at 1e6 s of
+  // 80 ms frames). Past a few thousand, and over half the queue, the stale ones are dropped.
+  if (had_departure && ++stale_departures_ > 4096 && 2 * stale_departures_ > events_.size()) {
+    events_.remove_if([this](const Event& e) {
+      return e.kind() == EventKind::kDeparture &&
+             sessions_[static_cast<size_t>(e.target)].incarnation != e.incarnation;
+    });
+    stale_departures_ = 0;
+  }
   return true;
 }
 

@@ -313,6 +313,15 @@ TEST(VidurImport, RefusesBadInputNamingFileAndColumn) {
   EXPECT_EQ(e, "");  // the catalog's llama-2-7b matches its tp 2 slice
 }
 
+// Issue 32: a column named twice was read from its first copy without a word.
+TEST(VidurImport, DuplicateColumnIsRefused) {
+  const std::string e = error_of(
+      [] { CsvTable::parse("num_tokens,time_stats.add.median,num_tokens\n1,2,3\n", "p.csv"); });
+  EXPECT_EQ(e,
+            "p.csv:1: column \"num_tokens\" appears twice in the header; expected each column "
+            "once");
+}
+
 // Issue 32: a profile whose mlp_up_proj median is 0 in every row crashed Eigen's QR inside the
 // roofline correction fit (all four parameters pinned, a matrix of no columns). The reader now
 // refuses the zero column, and the fit never solves for no parameters.

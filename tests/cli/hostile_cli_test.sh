@@ -276,6 +276,13 @@ for set in engine.silence_after_s=1e9 workload.deadline_s=1e9; do
     fail "capacity --set $set under 1.5 GB -> rc=$? $(head -c 300 "$tmp/err")"
 done
 
+# Calls that end before the horizon split and rejoin their cohort once a period: each left a stale
+# departure in the event queue (520 MB at a horizon of 9.75e5 s, 8 MB at 9.25e5 s).
+cases=$((cases + 1))
+(ulimit -v 400000; "$bin" simulate --scenario "$src/scenarios/canonical/moshi_h200_windowed.json" --set horizon_s=9.75e5 \
+  --set workload.duration.seconds=9.5e5 --json >/dev/null 2>"$tmp/err") || fail "a 9.75e5 s run under 400 MB -> rc=$? $(head -c 300 "$tmp/err")"
+timed_error_32 'horizon_s: expected at most 1e8 frame periods over the horizon' simulate --set horizon_s=1e9 --set output.sample_period_s=1000
+
 # calibrate run: --out is replaced only by a complete run; devices, foreign formats and --help refused.
 printf '{"good": true}\n' >"$tmp/bench_good.json"
 timed_error_32 'no benchmark ran' calibrate run --model tiny --grid ci --out "$tmp/bench_good.json" --benchmark-arg=--benchmark_filter=zzz
@@ -339,7 +346,7 @@ timed_error_32 'q_tiny.json: perplexity\[\].ppl_from: 1e-300; a perplexity is a 
 printf '{"perplexity": [{"window": null, "sinks": 0, "ppl_from": 10}, {"window": 240, "sinks": 0, "ppl_from": 12}, {"window": 240, "sinks": 0, "ppl_from": 11}]}' >"$tmp/q_dup.json"
 timed_error_32 'q_dup.json: perplexity: window 240, sinks 0 given twice' recommend --quality "$tmp/q_dup.json" --max-ppl-ratio 1.1 --windows 240 --sinks 0
 timed_error_32 'workload.frame_period_s: expected a whole number of nanoseconds' simulate --set workload.frame_period_s=1.5e-9 --set horizon_s=1
-timed_error_32 -- 'capacity probe of 0.05 s \(--probe-s\): no frame is due in its second half' capacity --set horizon_s=30 --probe-s 0.05
+timed_error_32 -- 'capacity probe of 0.05 s \(--probe-s, or the horizon\): its second half, where the steady latency is measured, is shorter than a frame period' capacity --set horizon_s=30 --probe-s 0.05
 timed_error_32 -- '--seeds 9223372036854775808: 9223372036854775808 is out of range' sweep --seeds 9223372036854775808 --out "$tmp/sw_seed"
 timed_error_32 -- '--seeds 1,9999999999999999999: 9999999999999999999 is out of range' sweep --seeds 1,9999999999999999999 --out "$tmp/sw_seed"
 timed_error_32 'engine.scheduler: "vllm_v1" is not what the real engine runs' replay --scenario "$src/scenarios/replay/tiny_cpu_windowed.json" --set engine.scheduler=vllm_v1
