@@ -3,6 +3,7 @@
 // app/CMakeLists.txt), registered by one line in app/main.cpp.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -202,6 +203,7 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
 
   Run body = [=]() -> int {
     if (gridc->parsed()) {
+      if (!go->out.empty()) check_json_target(go->out, "--out");
       const auto j = grids_json();
       if (go->out.empty()) {
         std::cout << j.dump(1) << "\n";
@@ -211,6 +213,18 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       return 0;
     }
     if (vid->parsed()) {
+      // Both outputs are checked before either is written: never a calibration without the
+      // correction asked for beside it.
+      check_json_target(vo->out, "--out");
+      if (!vo->correction_out.empty()) {
+        check_json_target(vo->correction_out, "--correction-out");
+        std::error_code ec;
+        if (vo->correction_out == vo->out ||
+            std::filesystem::equivalent(vo->correction_out, vo->out, ec)) {
+          throw ConfigError("--correction-out " + vo->correction_out +
+                            ": the same file as --out; expected another path");
+        }
+      }
       const VidurProfile p = read_vidur_profile(vo->dir, vo->model, vo->gpu, vo->tp);
       VidurImportOptions io;
       io.as_model = vo->as;
@@ -221,7 +235,8 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       const VidurImport r = import_vidur(p, io);
       write_json_file(vo->out, r.calibration);
       if (!vo->correction_out.empty()) {
-        write_json_file(vo->correction_out, r.calibration["source"]["roofline_correction"]);
+        write_json_file(vo->correction_out, r.calibration["source"]["roofline_correction"],
+                        "--correction-out");
       }
       std::cout << fmt::format("calibrate: {} ({} rows, {} layers as model \"{}\") -> {}\n",
                                r.calibration["label"].get<std::string>(), p.mlp.size(), r.layers,

@@ -1,5 +1,6 @@
 // metronome: when does a real-time serving engine fall off its memory cliff?
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -59,6 +60,9 @@ std::string suggestions(CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace metronome;
+  // A closed pipe (`metronome ... | head -1`) is a failed write like any other: reported and exit 1
+  // (stdout_ok, OutputFile), never a silent death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "metronome " + version_string() +
           ": simulate real-time sessions (audio frames every T seconds) on a serving engine with a "

@@ -2,6 +2,7 @@
 // unbounded, window-only and sinks + window KV (quality/quality_run.h).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "quality/llama_model.h"
 #include "quality/quality_run.h"
 #include "sim/config_error.h"
+#include "sim/json_file.h"
+#include "sim/output_file.h"
 
 #ifndef METRONOME_SOURCE_DIR
 #define METRONOME_SOURCE_DIR "."
@@ -22,16 +25,18 @@ namespace metronome::cli {
 
 namespace {
 
+// A novel is a few hundred KiB; 64 MiB is far more text than a run can score and stops --text
+// /dev/zero or a huge file from eating memory.
+constexpr size_t kMaxTextBytes = size_t{64} << 20;
+
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     throw ConfigError(path +
                       ": cannot open the text (scripts/fetch_quality_assets.sh fetches "
                       "Pride and Prejudice into .cache/quality)");
   }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_text_file(path, "text (--text)", kMaxTextBytes);
 }
 
 }  // namespace
@@ -134,6 +139,12 @@ Run add_quality(CLI::App& app) {
             quality::KvPolicy{quality::policy_name(kv::Window{w, s}), kv::Window{w, s}});
       }
     }
+    // Every input and the output are checked before minutes of scoring.
+    if (!o->out.empty()) require_writable_target(o->out, "--out");
+    if (std::error_code ec; std::filesystem::exists(o->text, ec)) {
+      require_regular_file(o->text, "text (--text)");
+    }
+    require_regular_file(o->model, "GGUF model file");
     const auto t0 = std::chrono::steady_clock::now();
     const quality::GgufFile gguf(o->model);
     const quality::LlamaModel model(gguf);
@@ -155,11 +166,8 @@ Run add_quality(CLI::App& app) {
                   {"kv_heads", model.config().kv_heads},   {"head_dim", model.config().head_dim},
                   {"rope_base", model.config().rope_base}, {"context", model.config().context}};
     const std::string dumped = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (!o->out.empty()) {
-      std::ofstream f(o->out);
-      if (!f) throw ConfigError(o->out + ": cannot write (--out)");
-      f << dumped << "\n";
-    }
+    // Written whole and checked: a full disk is exit 1 naming the path, never a silent 0.
+    if (!o->out.empty()) write_file_atomically(o->out, dumped + "\n", "--out");
     if (o->json) {
       std::cout << dumped << "\n";
       return 0;
@@ -172,7 +180,12 @@ Run add_quality(CLI::App& app) {
       for (const auto& x : r.generation) {
         if (x.policy.name == p.policy.name) g = &x;
       }
-      std::printf("%-10s %10.2f %14.2f", p.policy.name.c_str(), p.ppl, p.ppl_from);
+      std::printf("%-10s %10.2f", p.policy.name.c_str(), p.ppl);
+      if (p.ppl_from > 0) {
+        std::printf(" %14.2f", p.ppl_from);
+      } else {
+        std::printf(" %14s", "-");  // an empty range [from, N)
+      }
       if (g) {
         std::printf(" %14.2f %12.3f\n", g->ppl_full, g->letter_share);
       } else {

@@ -64,6 +64,13 @@ Run add_replay(CLI::App& app) {
     if (o->scenario.seed) sets.push_back("seed=" + std::to_string(*o->scenario.seed));
     if (o->num_blocks) sets.push_back("engine.num_blocks=" + std::to_string(*o->num_blocks));
     const Scenario real = load_scenario(o->scenario.scenario, sets);
+    // The real engine runs the frame scheduler only: another would change the simulated side
+    // alone, and the comparison would compare two different engines.
+    if (real.engine.scheduler != "frame") {
+      throw ConfigError(real.source + ": engine.scheduler: \"" + real.engine.scheduler +
+                        "\" is not what the real engine runs; expected \"frame\" for a replay "
+                        "(simulate compares schedulers)");
+    }
 
     std::string calibration = o->calibration;
 #ifdef METRONOME_SOURCE_DIR

@@ -1,8 +1,10 @@
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "app/commands.h"
 #include "app/scenario_options.h"
+#include "sim/config_error.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
@@ -53,6 +55,14 @@ Run add_simulate(CLI::App& app) {
       observers.add(series.get());
     }
     if (!o->trace.empty()) {
+      // The trace is opened (truncated) before the run: never over one of the run's inputs.
+      for (const std::string& input : {o->scenario.scenario, s.cost_model.file}) {
+        std::error_code ec;
+        if (!input.empty() && std::filesystem::equivalent(o->trace, input, ec)) {
+          throw ConfigError("--trace " + o->trace + ": is the input file " + input +
+                            "; expected another path (the trace would overwrite it)");
+        }
+      }
       trace = std::make_unique<TraceWriter>(o->trace);
       observers.add(trace.get());
     }

@@ -2,6 +2,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -73,15 +80,66 @@ void cpu_benchmark(benchmark::State& state, kernels::ModelShape m, GridPoint p, 
 
 // Google Benchmark writes the coefficient of variation of an all-zero counter (sinks = 0) as -nan,
 // which is not JSON; null keeps the file readable by any JSON reader (those aggregates are unused).
-void sanitize_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return;
+std::string sanitize_json(const std::string& text) {
+  static const std::regex kNonFinite(R"((:\s*)-?(nan|inf)\b)", std::regex::icase);
+  return std::regex_replace(text, kNonFinite, "$1null");
+}
+
+// The console: the same rows, without the counters whose coefficient of variation is 0/0 (a
+// counter that is 0 on every repetition), which Google Benchmark prints as "sinks=-nan%".
+class FiniteConsoleReporter : public benchmark::ConsoleReporter {
+ public:
+  using benchmark::ConsoleReporter::ConsoleReporter;
+  void ReportRuns(const std::vector<Run>& reports) override {
+    std::vector<Run> clean = reports;
+    for (Run& r : clean) {
+      for (auto it = r.counters.begin(); it != r.counters.end();) {
+        it = std::isfinite(it->second.value) ? std::next(it) : r.counters.erase(it);
+      }
+    }
+    benchmark::ConsoleReporter::ReportRuns(clean);
+  }
+};
+
+// Our own flags and the file's format are not the caller's to change: --benchmark_out and
+// --benchmark_out_format would write elsewhere or write CSV into the JSON --out, --help and
+// --benchmark_list_tests would exit or time nothing. Everything else is a --benchmark_* flag.
+void check_benchmark_args(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    const std::string name = a.substr(0, a.find('='));
+    if (name.rfind("--benchmark_", 0) != 0) {
+      throw std::invalid_argument("--benchmark-arg " + a +
+                                  ": expected a Google Benchmark --benchmark_* flag (e.g. "
+                                  "--benchmark_filter=step)");
+    }
+    if (name == "--benchmark_out" || name == "--benchmark_out_format" ||
+        name == "--benchmark_list_tests") {
+      throw std::invalid_argument("--benchmark-arg " + a + ": " + name +
+                                  " is set by calibrate run (the JSON goes to --out); expected "
+                                  "another --benchmark_* flag");
+    }
+  }
+}
+
+// --out is written whole, renamed into place once the run succeeded: a device (/dev/full, which
+// also reads back zeros forever) or a folder is refused before timing.
+void check_out_target(const std::string& out) {
+  struct stat st {};
+  if (::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::invalid_argument("--out " + out + ": is " +
+                                (S_ISDIR(st.st_mode) ? std::string("a directory")
+                                                     : std::string("not a regular file")) +
+                                ", expected a regular file path for the benchmark JSON");
+  }
+}
+
+bool read_whole(const std::string& path, std::string& text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
   std::stringstream ss;
   ss << in.rdbuf();
-  in.close();
-  static const std::regex kNonFinite(R"((:\s*)-?(nan|inf)\b)", std::regex::icase);
-  const std::string text = ss.str(), clean = std::regex_replace(text, kNonFinite, "$1null");
-  if (clean != text) std::ofstream(path) << clean;
+  text = ss.str();
+  return !in.bad();
 }
 
 }  // namespace
@@ -166,12 +224,29 @@ int run_benchmarks(const BenchRequest& r) {
           "), " + std::to_string(grid->warmup) + " warm-up, " + std::to_string(grid->repetitions) +
           " repetitions, median");
 
+  check_benchmark_args(r.benchmark_args);
+  check_out_target(r.out);
   // Google Benchmark opens the file but does not create its folder.
   if (const auto dir = std::filesystem::path(r.out).parent_path(); !dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
   }
-  std::vector<std::string> args = {"metronome-calibrate", "--benchmark_out=" + r.out,
+  // The benchmark writes a temporary file of its own beside --out (a unique name: two runs never
+  // share it); --out is replaced only by a complete run, so a failed or filtered-out run leaves an
+  // earlier good file as it was.
+  std::string tmp = r.out + ".XXXXXX";
+  const int tmp_fd = ::mkstemp(tmp.data());
+  if (tmp_fd < 0) {
+    std::cerr << "calibrate: error: --out " << r.out << ": cannot create a file beside it ("
+              << std::strerror(errno) << ")\n";
+    return 2;
+  }
+  ::close(tmp_fd);
+  struct Remove {
+    std::string path;
+    ~Remove() { ::unlink(path.c_str()); }
+  } remove_tmp{tmp};
+  std::vector<std::string> args = {"metronome-calibrate", "--benchmark_out=" + tmp,
                                    "--benchmark_out_format=json"};
   // On a CPU shared with other work, load drifts over seconds: interleaving the repetitions of all
   // points in random order turns that drift into scatter the median removes, instead of a bias on
@@ -185,12 +260,45 @@ int run_benchmarks(const BenchRequest& r) {
   argv.push_back(nullptr);
   benchmark::Initialize(&argc, argv.data());
   if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) return 2;
-  const size_t ran = benchmark::RunSpecifiedBenchmarks();
+  // The console table (the default --benchmark_format) without non-finite counters; another
+  // format asked for is Google Benchmark's own.
+  bool console_format = true;
+  for (const auto& a : r.benchmark_args) {
+    if (a.rfind("--benchmark_format=", 0) == 0) console_format = a == "--benchmark_format=console";
+  }
+  FiniteConsoleReporter console(::isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
+                                                        : benchmark::ConsoleReporter::OO_None);
+  const size_t ran = console_format ? benchmark::RunSpecifiedBenchmarks(&console)
+                                    : benchmark::RunSpecifiedBenchmarks();
   benchmark::ClearRegisteredBenchmarks();
-  sanitize_json_file(r.out);
   if (ran == 0) {
-    std::cerr << "calibrate: no benchmark ran (check --benchmark_filter)\n";
+    std::cerr << "calibrate: no benchmark ran (check --benchmark_filter); " << r.out
+              << " not written\n";
     return 2;
+  }
+  std::string text;
+  if (!read_whole(tmp, text) || text.empty() || text.front() != '{' ||
+      text.find_last_not_of(" \n") == std::string::npos ||
+      text[text.find_last_not_of(" \n")] != '}') {
+    std::cerr << "calibrate: error: cannot write " << r.out << ": the benchmark JSON (" << tmp
+              << ") is missing or incomplete (a full disk?)\n";
+    return 1;
+  }
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    o << sanitize_json(text);
+    o.close();
+    if (!o) {
+      std::cerr << "calibrate: error: cannot write " << tmp << ": " << std::strerror(errno)
+                << "\n";
+      return 1;
+    }
+  }
+  check_out_target(r.out);
+  if (std::rename(tmp.c_str(), r.out.c_str()) != 0) {
+    std::cerr << "calibrate: error: cannot rename " << tmp << " to " << r.out << ": "
+              << std::strerror(errno) << "\n";
+    return 1;
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "calibrate/calibration_writer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -80,12 +82,33 @@ nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fi
   return out;
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) {
+void check_json_target(const std::string& path, const std::string& option) {
+  if (path.empty()) throw ConfigError(option + ": expected a file path, got an empty one");
+  require_writable_target(path, option);
+  // The folder: an existing one must be a writable folder; a missing one is created on writing.
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  for (; !dir.empty(); dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir, ec)) break;
+    if (dir == dir.parent_path()) break;
+  }
+  if (std::filesystem::exists(dir, ec) &&
+      (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)) {
+    throw ConfigError(option + " " + path + ": cannot write into " + dir.string() +
+                      " (expected a writable folder)");
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& option) {
+  check_json_target(path, option);
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) throw ConfigError("--out " + path + ": cannot create its folder (" + ec.message() + ")");
-  write_file_atomically(path, j.dump(2) + "\n", "--out");
+  if (ec) {
+    throw ConfigError(option + " " + path + ": cannot create its folder (" + ec.message() + ")");
+  }
+  write_file_atomically(path, j.dump(2) + "\n", option);
 }
 
 }  // namespace metronome::calibrate

@@ -26,7 +26,14 @@ struct CalibrationMeta {
 };
 
 nlohmann::json calibration_json(const CalibrationMeta& meta, const FitResult& fit);
-void write_json_file(const std::string& path, const nlohmann::json& j);
+// ConfigError naming `option` and `path` unless the file can be written: it exists and is not a
+// regular file (require_writable_target), or its nearest existing folder is not a writable folder.
+// Checking every output first keeps a command with two outputs from writing one and failing on
+// the other.
+void check_json_target(const std::string& path, const std::string& option);
+// check_json_target, the folder created, then write_file_atomically.
+void write_json_file(const std::string& path, const nlohmann::json& j,
+                     const std::string& option = "--out");
 std::string utc_now_iso8601();
 
 }  // namespace metronome::calibrate

@@ -4,18 +4,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 
 namespace metronome::calibrate {
 
 CsvTable CsvTable::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open the profile CSV file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  return parse(read_text_file(path, "profile CSV file"), path);
 }
 
 CsvTable CsvTable::parse(const std::string& text, const std::string& source) {
@@ -31,6 +29,14 @@ CsvTable CsvTable::parse(const std::string& text, const std::string& source) {
     const bool blank = row.size() == 1 && row[0].empty();
     if (!blank) {
       if (t.header_.empty()) {
+        // A column named twice: which copy is the measurement? Refused rather than guessed.
+        std::set<std::string> seen;
+        for (const auto& name : row) {
+          if (!seen.insert(name).second) {
+            throw ConfigError(source + ":" + std::to_string(row_line) + ": column \"" + name +
+                              "\" appears twice in the header; expected each column once");
+          }
+        }
         t.header_ = row;
       } else if (row.size() != t.header_.size()) {
         throw ConfigError(source + ":" + std::to_string(row_line) + ": " +

@@ -106,6 +106,7 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
     std::vector<int> free;
     for (int c = 0; c < 4; ++c)
       if (!pinned[static_cast<size_t>(c)]) free.push_back(c);
+    if (free.empty()) break;  // every parameter pinned: nothing left to solve for
     Eigen::MatrixXd a(static_cast<Eigen::Index>(eqs.size()),
                       static_cast<Eigen::Index>(free.size()));
     Eigen::VectorXd b(a.rows());

@@ -120,6 +120,16 @@ void read_mlp(const std::string& path, int tp, VidurProfile& p) {
     }
     p.mlp.push_back(row);
   }
+  // An op that took no time in any row was not measured (a zero column): its roofline feature has
+  // nothing to fit against.
+  for (size_t i = 0; i < oc.size(); ++i) {
+    bool any = false;
+    for (const auto& row : p.mlp) any = any || row.seconds[i] > 0;
+    if (!p.mlp.empty() && !any) {
+      throw ConfigError(path + ": column \"" + median_column(kVidurMlpOps[i]) +
+                        "\": 0 ms in every row; expected the op's measured times (> 0 ms)");
+    }
+  }
   if (p.mlp.empty()) {
     std::string seen;
     for (auto v : tp_seen) seen += (seen.empty() ? "" : ", ") + std::to_string(v);

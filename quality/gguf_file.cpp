@@ -5,6 +5,7 @@
 #include <span>
 
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 
 namespace metronome::quality {
 
@@ -120,6 +121,7 @@ GgufFile::Value read_value(Cursor& c, uint32_t t, const std::string& key) {
 }  // namespace
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
+  require_regular_file(path, "GGUF model file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw ConfigError(path + ": cannot open the GGUF model file");
   const auto size = static_cast<size_t>(in.tellg());

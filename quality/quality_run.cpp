@@ -274,8 +274,11 @@ nlohmann::json quality_json(const QualityResult& r, const QualityOptions& o) {
   for (const auto& p : r.perplexity) {
     json j = window_json(p.policy);
     j["ppl"] = p.ppl;
-    j["ppl_from"] = p.ppl_from;
-    j["bucket_ppl"] = p.bucket_ppl;
+    // An empty range [from, N) (from >= N) has no perplexity: null, never 0.
+    j["ppl_from"] = p.ppl_from > 0 ? json(p.ppl_from) : json(nullptr);
+    json buckets = json::array();
+    for (const double b : p.bucket_ppl) buckets.push_back(b > 0 ? json(b) : json(nullptr));
+    j["bucket_ppl"] = buckets;
     ppl.push_back(j);
   }
   json gen = json::array();

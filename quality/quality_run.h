@@ -48,7 +48,7 @@ struct PerplexityResult {
   KvPolicy policy;
   std::vector<double> nll;         // [N - 1]: nll[t - 1] = -log p(token t | tokens before t)
   double ppl = 0;                  // exp(mean nll) over tokens 1..N-1
-  double ppl_from = 0;             // over tokens [from, N)
+  double ppl_from = 0;             // over tokens [from, N); 0 when that range is empty
   std::vector<double> bucket_ppl;  // bucket b: tokens [b * bucket, (b + 1) * bucket) (token 0
                                    // has no prediction)
 };

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/config_error.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
@@ -51,7 +52,7 @@ bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double 
   // Both judged at steady state: a window's fill and the callers' first frames are not what the
   // cap serves (chunked models' start-up alone put 1.2% of a 17 s probe's frames past silence).
   return r.steady_reported_latency.percentile(0.95) <= fraction * s.workload.deadline() &&
-         r.steady_frames_silent * 100 < r.steady_frames_due;
+         (r.steady_frames_silent == 0 || r.steady_frames_silent * 100 < r.steady_frames_due);
 }
 
 }  // namespace
@@ -72,6 +73,16 @@ double default_probe_s(const Scenario& s) {
 CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s, int phase_draws,
                                 Progress* progress) {
   if (probe_s <= 0) probe_s = default_probe_s(s);
+  // The steady latency is read over the probe's second half: shorter than a frame period, it
+  // holds no frame of some callers (0.05 s of 80 ms frames reported a deadline cap of 0). An
+  // error, not a cap.
+  if (probe_s < 2 * s.workload.frame_period_s) {
+    throw ConfigError(fmt::format(
+        "{}: capacity probe of {:.6g} s (--probe-s, or the horizon): its second half, where the "
+        "steady latency is measured, is shorter than a frame period; expected a probe of at "
+        "least {:.6g} s (two frame periods)",
+        s.source, probe_s, 2 * s.workload.frame_period_s));
+  }
   CapacityReport c;
   c.fraction = fraction;
   c.probe_s = probe_s;

@@ -1,5 +1,7 @@
 #include "sim/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -151,9 +153,15 @@ void Engine::on_arrival(Time now) {
   // call lasts its drawn length from then.
   const Time start = spread_ ? spread_->place(now) : now;
   // The call's length is drawn now; its frames and worst-case blocks follow from it.
-  const double left_s = to_seconds(horizon_ - start);
-  const bool outlives = duration_s >= left_s;
-  const Time d = outlives ? 0 : std::max<Time>(1, from_seconds(duration_s));
+  // A call that hangs up exactly at the horizon does not outlive it: it departs then (events at
+  // the horizon are handled), with its own frames, and the instant of its hang-up is no frame of
+  // it. Compared in whole nanoseconds, so that 0.1 s against a horizon of 0.1 s is equal.
+  const Time left = horizon_ - start;
+  const double left_s = to_seconds(left);
+  const Time call =
+      duration_s > 2 * left_s + 1 ? left + 1 : std::max<Time>(1, from_seconds(duration_s));
+  const bool outlives = call > left;
+  const Time d = outlives ? 0 : call;
   const int64_t frames =
       outlives ? std::max<Time>(0, horizon_ - start) / period_ + 2 : kv::ceil_div(d, period_);
   int64_t reserve = 0;
@@ -253,9 +261,20 @@ bool Engine::absorb_into_back(int64_t id) {
     return false;
   }
   c.count += s.count;
+  const bool had_departure = s.end != kNever;
   sessions_[id].state = Session::State::kGone;
   next_incarnation(id);
   free_slots_.push_back(id);
+  // The retired slot's departure stays in the queue until its time; a call as long as the run
+  // splits and rejoins once a period, so they would pile up by the million (520 MB at 1e6 s of
+  // 80 ms frames). Past a few thousand, and over half the queue, the stale ones are dropped.
+  if (had_departure && ++stale_departures_ > 4096 && 2 * stale_departures_ > events_.size()) {
+    events_.remove_if([this](const Event& e) {
+      return e.kind() == EventKind::kDeparture &&
+             sessions_[static_cast<size_t>(e.target)].incarnation != e.incarnation;
+    });
+    stale_departures_ = 0;
+  }
   return true;
 }
 
@@ -742,9 +761,30 @@ void Engine::summarise_admission() {
   a.cap_p25 = q(last_half_caps_, 0.25);
   a.cap_p75 = q(last_half_caps_, 0.75);
   a.cap_p95 = q(last_half_caps_, 0.95);
-  if (result_.first_stall_s) a.flags.push_back("stalled");
-  if (static_cast<double>(cap) < 0.5 * *a.n_star) a.flags.push_back("collapsed");
-  if (ledger_.missed_deadlines()) a.flags.push_back("missed_deadlines");
+  auto flag = [&](const char* name, std::string why) {
+    a.flags.push_back(name);
+    a.flag_reasons.push_back(std::move(why));
+  };
+  if (result_.first_stall_s) {
+    flag("stalled",
+         fmt::format("the pool refused an allocation at {:.6g} s", *result_.first_stall_s));
+  }
+  if (static_cast<double>(cap) < 0.5 * *a.n_star) {
+    flag("collapsed",
+         fmt::format("the cap ended at {}, below half of N* = {:.6g}", cap, *a.n_star));
+  }
+  if (ledger_.missed_deadlines()) {
+    flag("missed_deadlines", "over 1% of the last half's due frames were late or silent");
+  }
+  // A controller that never raised its cap measured nothing: N* is where it started (or below),
+  // not a concurrency it found the engine could serve.
+  if (control_on_ && a.increases == 0) {
+    flag("never_raised",
+         fmt::format("the cap never rose above its initial {} in {} control intervals: N* is the "
+                     "starting cap, not a concurrency the controller found (no interval had "
+                     "headroom with the cap in use)",
+                     a.initial_cap, a.control_intervals));
+  }
 }
 
 // The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;

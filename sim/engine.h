@@ -157,6 +157,7 @@ class Engine {
 
   EventQueue events_;
   std::vector<Session> sessions_;
+  size_t stale_departures_ = 0;  // retired slots' departures still queued (absorb_into_back)
   std::vector<int64_t> free_slots_;
   ReadyQueue ready_;                    // sessions waiting for their next frame
   std::vector<Admission> admit_stack_;  // admission order, for preempting the newest

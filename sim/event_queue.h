@@ -75,6 +75,17 @@ class EventQueue {
     return e;
   }
   size_t size() const { return heap_.size() + (has_slot_ ? 1 : 0); }
+  // Drops the heap's events that `dead(e)` says are stale (a retired slot's departure) and
+  // rebuilds it. The rest keep their keys, so the order of what is popped is unchanged.
+  template <class Dead>
+  void remove_if(Dead dead) {
+    std::vector<Event> kept;
+    kept.reserve(heap_.size());
+    for (; !heap_.empty(); heap_.pop()) {
+      if (!dead(heap_.top())) kept.push_back(heap_.top());
+    }
+    heap_ = decltype(heap_)(std::greater<>(), std::move(kept));
+  }
 
  private:
   bool slot_first() const { return has_slot_ && (heap_.empty() || heap_.top() > slot_); }

@@ -16,7 +16,11 @@ FrameLedger::FrameLedger(const Scenario& s, RunResult& result, RunObserver* obse
       n_out_(s.workload.output_tokens_per_frame),
       control_on_(control_on),
       next_sample_(sample_period_),
-      ahead_served_(static_cast<size_t>(silence_after_ / sample_period_ + 2), 0),
+      // One slot per interval a deadline can fall in: at most silence_after_s ahead, and never
+      // past the horizon's interval (a later deadline lands in the last slot, which no sample of
+      // the run reaches), so silence_after_s = 1e9 s costs the horizon's intervals, not 1e10.
+      ahead_served_(static_cast<size_t>(std::min(silence_after_, horizon_) / sample_period_ + 3),
+                    0),
       ahead_on_time_(ahead_served_.size(), 0),
       ahead_due_(ahead_served_.size(), 0),
       ahead_lost_(ahead_served_.size(), 0) {

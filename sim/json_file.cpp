@@ -1,5 +1,11 @@
 #include "sim/json_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -148,24 +154,70 @@ std::string preview(const Json& v) {
 
 }  // namespace
 
-std::string read_text_file(const std::string& path, std::string_view what, size_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError(path + ": is a directory, expected the " + std::string(what));
+namespace {
+
+// What a non-regular file is, for the message.
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+void check_mode(const std::string& path, std::string_view what, mode_t m) {
+  if (S_ISREG(m)) return;
+  if (S_ISDIR(m)) throw ConfigError(path + ": is a directory, expected the " + std::string(what));
+  throw ConfigError(path + ": is " + file_kind(m) + ", expected the " + std::string(what) +
+                    " as a regular file");
+}
+
+}  // namespace
+
+void require_regular_file(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    throw ConfigError(path + ": cannot open the " + std::string(what) + " (" +
+                      std::strerror(err) + ")");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open the " + std::string(what));
+  check_mode(path, what, st.st_mode);
+}
+
+std::string read_text_file(const std::string& path, std::string_view what, size_t max_bytes) {
+  require_regular_file(path, what);
+  // O_NONBLOCK: should the path become a FIFO after the check, open() still returns at once.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw ConfigError(path + ": cannot open the " + std::string(what) + " (" +
+                      std::strerror(err) + ")");
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw ConfigError(path + ": cannot read the " + std::string(what));
+  check_mode(path, what, st.st_mode);
   std::string text;
   std::vector<char> chunk(1 << 16);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      throw ConfigError(path + ": cannot read the " + std::string(what) + " (" +
+                        std::strerror(err) + ")");
+    }
+    if (n == 0) break;
+    text.append(chunk.data(), static_cast<size_t>(n));
     if (text.size() > max_bytes) {
       throw ConfigError(path + ": larger than " + std::to_string(max_bytes >> 20) +
                         " MiB, expected a " + std::string(what) + " of at most that size");
     }
   }
-  if (in.bad()) throw ConfigError(path + ": cannot read the " + std::string(what));
   return text;
 }
 

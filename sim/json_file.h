@@ -19,8 +19,17 @@ inline constexpr size_t kMaxJsonFileBytes = size_t{64} << 20;
 // Deepest nesting of objects and arrays: scenarios use 4 levels.
 inline constexpr int kMaxJsonDepth = 64;
 
-// The whole file; ConfigError "<path>: cannot open the <what>" when it cannot be read, and
-// "<path>: larger than 64 MiB" (without reading the rest) when it is bigger than max_bytes.
+// Every file input is a regular file: a FIFO without a writer would block open() forever, a device
+// such as /dev/zero never ends, a socket cannot be opened. One check for every reader (scenario,
+// model, sweep, calibration, quality and benchmark files, profiles, GGUF models, texts): nothing is
+// opened, so it never blocks. ConfigError "<path>: is a FIFO (named pipe), expected the <what> as a
+// regular file", "<path>: is a directory, expected the <what>" or "<path>: cannot open the <what>
+// (<reason>)".
+void require_regular_file(const std::string& path, std::string_view what);
+
+// The whole file; ConfigError "<path>: cannot open the <what>" when it cannot be read or is not a
+// regular file (require_regular_file), and "<path>: larger than 64 MiB" (without reading the rest)
+// when it is bigger than max_bytes.
 std::string read_text_file(const std::string& path, std::string_view what,
                            size_t max_bytes = kMaxJsonFileBytes);
 

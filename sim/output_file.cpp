@@ -1,6 +1,7 @@
 #include "sim/output_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,12 +26,25 @@ OutputFile::OutputFile(const std::string& path, std::string_view what) : path_(p
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     throw ConfigError(std::string(what) + " " + path + ": is a directory, expected a file path");
   }
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO that no process reads would block open() forever; it fails with ENXIO.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd_ < 0) {
     const int err = errno;
+    if (err == ENXIO) {
+      throw ConfigError(std::string(what) + " " + path +
+                        ": a FIFO (named pipe) that no process is reading; expected a regular "
+                        "file path");
+    }
     throw ConfigError(std::string(what) + " " + path + ": cannot open for writing (" + reason(err) +
                       "); expected a writable file path");
   }
+  // Writes block as usual from here (a pipe with a slow reader is waited for).
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+  buf_.reserve(kBufferBytes);
+}
+
+OutputFile::OutputFile(int fd, const std::string& path) : fd_(fd), path_(path) {
   buf_.reserve(kBufferBytes);
 }
 
@@ -82,11 +96,16 @@ void OutputFile::flush() {
   buf_.clear();
 }
 
+void OutputFile::sync() {
+  if (fd_ < 0) return;
+  // fsync reports deferred write errors (NFS, a full thin volume); EINVAL: a pipe or a device.
+  if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) fail("sync", errno);
+}
+
 void OutputFile::close() {
   if (fd_ < 0) return;
   flush();
-  // fsync reports deferred write errors (NFS, a full thin volume); EINVAL: a pipe or a device.
-  if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) fail("sync", errno);
+  sync();
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
@@ -95,20 +114,75 @@ void OutputFile::close() {
   }
 }
 
+void require_writable_target(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  throw ConfigError(std::string(what) + " " + path + ": is " + kind +
+                    ", expected a regular file path (it is written whole and renamed into place)");
+}
+
 void write_file_atomically(const std::string& path, std::string_view text, std::string_view what) {
+  // Renaming over a device node (as root, --out /dev/null) would replace it, and over a folder
+  // fails late: the target must be a regular file or absent.
+  require_writable_target(path, what);
+  // One writer per target: the temporary file is locked while it is written, and a second writer
+  // (another process, or a thread of this one) is refused instead of writing into the same
+  // temporary file. The lock is taken on the file the name still points to, so a writer that
+  // opened it just before the first one renamed or removed it tries again on a fresh file.
   const std::string tmp = path + ".tmp";
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) {
+      const int err = errno;
+      throw ConfigError(std::string(what) + " " + tmp + ": cannot open for writing (" +
+                        reason(err) + "); expected a writable folder");
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      throw ConfigError(std::string(what) + " " + path +
+                        ": another process is writing this file (" + tmp + " is locked)");
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(tmp.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+      break;
+    }
+    ::close(fd);
+    fd = -1;
+    if (attempt == 10) {
+      throw ConfigError(std::string(what) + " " + path + ": another process is writing this file");
+    }
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::ftruncate(fd, 0) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw IoError("cannot truncate " + tmp + ": " + reason(err));
+  }
   try {
-    OutputFile f(tmp, what);
+    OutputFile f(fd, tmp);
     f.write(text);
+    // Renamed while still open and locked: no other writer can take the name in between.
+    f.flush();
+    f.sync();
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      throw IoError("cannot rename " + tmp + " to " + path + ": " + reason(err));
+    }
     f.close();
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw IoError("cannot rename " + tmp + " to " + path + ": " + reason(err));
   }
 }
 

@@ -24,7 +24,10 @@ class OutputFile {
  public:
   OutputFile() = default;
   // `what` names the option or role for messages: "--trace", "timeseries.csv".
+  // ConfigError also for a FIFO that no process reads (open() would block forever).
   OutputFile(const std::string& path, std::string_view what);
+  // Takes over an open descriptor (write_file_atomically's locked temporary file).
+  OutputFile(int fd, const std::string& path);
   ~OutputFile();
   OutputFile(OutputFile&& o) noexcept;
   OutputFile& operator=(OutputFile&& o) noexcept;
@@ -39,6 +42,7 @@ class OutputFile {
     return *this;
   }
   void flush();  // hands the buffer to the kernel
+  void sync();   // fsync what was flushed; IoError when it fails
   void close();  // flush, fsync and close; IoError when any of them fails
 
  private:
@@ -48,9 +52,13 @@ class OutputFile {
   std::string buf_;
 };
 
-// Writes `text` to `path` whole: to a temporary file beside it, checked and synced, then renamed
-// over `path`. On any failure the temporary file is removed, `path` is untouched, and IoError (or
-// ConfigError when the folder cannot be written at all) is thrown.
+// Writes `text` to `path` whole: to a temporary file beside it (`path`.tmp, locked while written,
+// so a second writer is refused with a ConfigError rather than sharing it), checked and synced,
+// then renamed over `path`. On any failure the temporary file is removed, `path` is untouched, and
+// IoError (or ConfigError when the folder cannot be written at all) is thrown. A `path` that exists
+// and is not a regular file (a device, a FIFO, a folder) is refused with a ConfigError before
+// anything is written: renaming over /dev/null as root would replace the device.
+void require_writable_target(const std::string& path, std::string_view what);
 void write_file_atomically(const std::string& path, std::string_view text, std::string_view what);
 
 // Flushes stdout and reports whether everything written there reached it (stdout to /dev/full

@@ -57,11 +57,24 @@ std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(
       throw bad("perplexity[]: each entry needs window, sinks and a numeric ppl_from");
     }
     const double v = p["ppl_from"].get<double>();
-    if (!std::isfinite(v) || v <= 0) throw bad("perplexity[].ppl_from: a positive number");
+    // exp(mean negative log-likelihood) >= 1: anything less is not a perplexity (and a tiny one
+    // would make every ratio infinite).
+    if (!std::isfinite(v) || v < 1) {
+      throw bad("perplexity[].ppl_from: " + json_preview(p["ppl_from"]) +
+                "; a perplexity is a finite number >= 1");
+    }
     if (p["window"].is_null()) {
+      if (full) throw bad("perplexity: two full-attention entries (window null); give one");
       full = v;
     } else if (p["window"].is_number_integer()) {
-      ppl.push_back({{p["window"].get<int64_t>(), p["sinks"].get<int64_t>()}, v});
+      const std::pair<int64_t, int64_t> ws{p["window"].get<int64_t>(), p["sinks"].get<int64_t>()};
+      for (const auto& [seen, _] : ppl) {
+        if (seen == ws) {
+          throw bad("perplexity: window " + std::to_string(ws.first) + ", sinks " +
+                    std::to_string(ws.second) + " given twice; give each policy once");
+        }
+      }
+      ppl.push_back({ws, v});
     } else {
       throw bad("perplexity[].window: an integer, or null for full attention");
     }

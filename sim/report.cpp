@@ -40,6 +40,7 @@ json admission_cap_json(const AdmissionSummary& a) {
           {"live_p5", opt(a.live_p5)},
           {"live_p95", opt(a.live_p95)},
           {"flags", a.flags},
+          {"flag_reasons", a.flag_reasons},
           {"memory_guard", a.memory_guard},
           {"memory_cap", opt(a.memory_cap)},
           {"rejected_by_memory", a.rejected_by_memory},
@@ -258,6 +259,7 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
         a.memory_guard ? (a.memory_cap ? fmt::format(", memory cap {}", *a.memory_cap) : "")
                        : ", off",
         a.increases, a.decreases, flags.empty() ? "" : "; FLAGGED: " + flags);
+    for (const auto& why : a.flag_reasons) o << "           flagged: " << why << "\n";
   }
   o << fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
                    r.peak_pool_blocks, p.pool.num_blocks,

@@ -17,13 +17,15 @@ namespace metronome {
 // (nearest rank). `flags` marks a run whose N* is not a schedulable concurrency: "stalled" (the
 // pool refused an allocation), "collapsed" (the cap ended below half of N*: the controller cut
 // while the admitted callers stayed), "missed_deadlines" (over 1% of the last half's due frames
-// late or silent).
+// late or silent), "never_raised" (an adaptive controller, AIMD or gradient, that never raised its
+// cap: N* is its starting point, not a concurrency it found). flag_reasons says why, per flag.
 struct AdmissionSummary {
   bool capped = false;    // a controller other than "none"
   bool adaptive = false;  // the cap moved online (aimd, gradient)
   std::optional<double> n_star, live_p5, live_p95;
   std::optional<double> cap_median, cap_p5, cap_p25, cap_p75, cap_p95;
   std::vector<std::string> flags;
+  std::vector<std::string> flag_reasons;  // one sentence per flag, in the same order
   bool memory_guard = false;          // callers were refused when their worst case did not fit
   int64_t rejected_by_memory = 0;     // of sessions_rejected
   std::optional<int64_t> memory_cap;  // windowed with the guard: pool / per-session bound

@@ -247,6 +247,13 @@ WorkloadConfig parse_workload(JsonSection w) {
   c.duration = parse_duration(w.section("duration", true));
   c.frame_period_s = w.in_range("frame_period_s", c.frame_period_s, 1e-9, kMaxSeconds);
   if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
+  // The clock counts whole nanoseconds: a period it would round by more than a millionth of
+  // itself (1.5 ns runs as 2 ns) is refused rather than silently changed.
+  if (const double ns = c.frame_period_s * 1e9;
+      std::fabs(ns - std::round(ns)) > 1e-6 * ns) {
+    w.fail("frame_period_s", "a whole number of nanoseconds (the simulator's clock), got " +
+                                 nlohmann::json(c.frame_period_s).dump() + " s");
+  }
   c.deadline_s = w.optional_positive("deadline_s");
   if (c.deadline_s && *c.deadline_s > kMaxSeconds) w.fail("deadline_s", "at most 1e9 s");
   c.input_tokens_per_frame =
@@ -318,11 +325,23 @@ AdmissionConfig parse_admission(JsonSection a) {
 // field rather than wait on a run that cannot finish.
 constexpr double kMaxCallers = 1e7;
 constexpr double kMaxSamples = 1e7;
+constexpr double kMaxFramePeriods = 1e8;
 
 void check_run_size(const Scenario& s) {
   auto fail = [&](const std::string& field, const std::string& why) {
     throw ConfigError(s.source + ": " + field + ": " + why);
   };
+  // Every frame period of the horizon takes at least one engine step: past 1e8 (1e9 s of 80 ms
+  // frames is 1.25e10) the run cannot finish in any useful time, and shows nothing while it tries.
+  const double periods = s.horizon_s / s.workload.frame_period_s;
+  if (periods > kMaxFramePeriods) {
+    fail("horizon_s",
+         "expected at most 1e8 frame periods over the horizon, got horizon_s / "
+         "workload.frame_period_s = " +
+             nlohmann::json(periods).dump() + "; shorten the horizon (at most " +
+             nlohmann::json(kMaxFramePeriods * s.workload.frame_period_s).dump() +
+             " s at this frame period)");
+  }
   const double samples = s.horizon_s / s.output.sample_period_s;
   if (samples > kMaxSamples) {
     fail("output.sample_period_s",

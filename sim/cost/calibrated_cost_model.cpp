@@ -314,8 +314,18 @@ CalibratedCostModel::CalibratedCostModel(Calibration c, double step_overhead_s)
 
 double CalibratedCostModel::pass_seconds(const PassShape& s) const {
   if (s.sessions == 0) return 0;
-  // A fit can dip below zero far outside its grid; a pass never takes negative time.
-  return overhead_s_ + std::max(0.0, c_.seconds(s));
+  // A pass never takes negative time: a calibration that says so (a negative coefficient, or a
+  // fit far outside its grid) is refused rather than clamped to 0, which would make the engine
+  // infinitely fast without a word.
+  const double t = c_.seconds(s);
+  if (!(t >= 0)) {
+    throw ConfigError(fmt::format(
+        "{}: fit.terms: the calibration gives a pass of {} sessions, {} query tokens, {} KV tokens "
+        "read a time of {:.4g} s; expected a time >= 0 (a negative coefficient: refit without "
+        "--allow-negative, or on a grid that covers this shape)",
+        c_.source, s.sessions, s.query_tokens, s.kv_read_tokens, t));
+  }
+  return overhead_s_ + t;
 }
 
 std::string CalibratedCostModel::label() const {

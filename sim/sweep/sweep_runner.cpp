@@ -446,8 +446,11 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
     } else if (meta["spec"] != *spec_json) {
       throw ConfigError(d + ": a different sweep (its spec differs from " + dirs.front() + ")");
     }
+    std::error_code ec;
+    if (!std::filesystem::exists(d + "/runs.jsonl", ec)) throw ConfigError(d + ": no runs.jsonl");
+    require_regular_file(d + "/runs.jsonl", "sweep rows");
     std::ifstream in(d + "/runs.jsonl");
-    if (!in) throw ConfigError(d + ": no runs.jsonl");
+    if (!in) throw ConfigError(d + ": cannot open runs.jsonl");
     std::string line;
     int64_t lineno = 0;
     while (std::getline(in, line)) {

@@ -134,6 +134,16 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
+// A scenario's seed is at most INT64_MAX (sim/scenario.cpp): a sweep must not accept seeds that
+// `simulate --seed` refuses.
+void check_seed_range(uint64_t v, const std::string& what) {
+  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    throw ConfigError(what + ": " + std::to_string(v) +
+                      " is out of range (expected at most 9223372036854775807, the largest "
+                      "scenario seed)");
+  }
+}
+
 // Decimal digits only: no sign (-1 would wrap), no leading zero (010 reads as octal elsewhere).
 uint64_t parse_u64(const std::string& s, const std::string& what) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19 ||
@@ -141,7 +151,9 @@ uint64_t parse_u64(const std::string& s, const std::string& what) {
     throw ConfigError(what + ": \"" + s +
                       "\" is not a non-negative decimal integer without leading zeros");
   }
-  return std::stoull(s);
+  const uint64_t v = std::stoull(s);
+  check_seed_range(v, what);
+  return v;
 }
 
 }  // namespace
@@ -265,6 +277,7 @@ SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path) {
         for (const auto& x : v) {
           if (!x.is_number_unsigned())
             throw ConfigError(path + ": seeds: expected non-negative integers");
+          check_seed_range(x.get<uint64_t>(), path + ": seeds");
           s.seeds.push_back(x.get<uint64_t>());
         }
         check_distinct_seeds(s.seeds, path + ": seeds");

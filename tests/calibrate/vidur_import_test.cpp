@@ -13,6 +13,8 @@
 
 #include "calibrate/csv_table.h"
 #include "calibrate/pipeline.h"
+#include "calibrate/roofline_correction_fit.h"
+#include "calibrate/fit.h"
 #include "calibrate/vidur_profile.h"
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
@@ -309,6 +311,50 @@ TEST(VidurImport, RefusesBadInputNamingFileAndColumn) {
   // A tensor-parallel slice has no model of its shape in the catalog: --layers is needed.
   e = error_of([] { import_vidur(read_vidur_profile(kVidur, kLlama2, "h100", 2), {}); });
   EXPECT_EQ(e, "");  // the catalog's llama-2-7b matches its tp 2 slice
+}
+
+// Issue 32: a column named twice was read from its first copy without a word.
+TEST(VidurImport, DuplicateColumnIsRefused) {
+  const std::string e = error_of(
+      [] { CsvTable::parse("num_tokens,time_stats.add.median,num_tokens\n1,2,3\n", "p.csv"); });
+  EXPECT_EQ(e,
+            "p.csv:1: column \"num_tokens\" appears twice in the header; expected each column "
+            "once");
+}
+
+// Issue 32: a profile whose mlp_up_proj median is 0 in every row crashed Eigen's QR inside the
+// roofline correction fit (all four parameters pinned, a matrix of no columns). The reader now
+// refuses the zero column, and the fit never solves for no parameters.
+TEST(VidurImport, ZeroOpColumnIsRefusedAndTheFitNeverCrashes) {
+  const fs::path d = temp_dir();
+  const CsvTable t = CsvTable::read(h100_csv());
+  {
+    std::ofstream out(d / "mlp.csv");
+    for (size_t i = 0; i < t.header().size(); ++i) out << (i ? "," : "") << t.header()[i];
+    out << "\n";
+    for (size_t r = 0; r < t.rows(); ++r) {
+      for (size_t i = 0; i < t.header().size(); ++i) {
+        const bool zero = t.header()[i] == "time_stats.mlp_up_proj.median";
+        out << (i ? "," : "") << (zero ? "0" : t.cell(r, i));
+      }
+      out << "\n";
+    }
+  }
+  const std::string e = error_of([&] { read_vidur_profile(d.string(), kLlama2, "h100", 1); });
+  EXPECT_NE(e.find((d / "mlp.csv").string() +
+                   ": column \"time_stats.mlp_up_proj.median\": 0 ms in every row; expected the "
+                   "op's measured times (> 0 ms)"),
+            std::string::npos)
+      << e;
+  // The fit itself, given such rows directly: an answer or a FitError, never a crash.
+  VidurProfile p = read_vidur_profile(kVidur, kLlama2, "h100", 1);
+  for (auto& row : p.mlp) row.seconds[6] = 0;  // mlp_up_proj
+  const GpuConfig gpu = load_scenario("", {"gpu=h100"}).gpu;
+  try {
+    const RooflineCorrectionFit f = fit_roofline_correction(p, gpu, 4);
+    EXPECT_TRUE(std::isfinite(f.correction.bandwidth_fraction));
+  } catch (const FitError&) {
+  }
 }
 
 TEST(VidurImport, ScalesToAnotherLayerShapeByOpFlopsAndBytes) {

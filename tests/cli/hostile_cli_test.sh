@@ -29,7 +29,7 @@ printf '{"model": "moshi", "gpu": "h200", "horizon_s": 1e309}' >"$tmp/big.json"
 expect_error 'big.json: horizon_s: number 1e309 is out of range \(expected a finite number' simulate --scenario "$tmp/big.json"
 expect_error -- '--set horizon_s=1e309: number 1e309 is out of range' simulate --set horizon_s=1e309
 expect_error -- '--set workload=\{"frame_period_s": -1e999\}: workload.frame_period_s: number -1e999' predict --set 'workload={"frame_period_s": -1e999}'
-expect_error 'zero: larger than 64 MiB, expected a scenario file' simulate --scenario /dev/zero
+expect_error '/dev/zero: is a character device, expected the scenario file as a regular file' simulate --scenario /dev/zero
 expect_error 'is a directory, expected the scenario file' simulate --scenario "$tmp"
 printf '{"model": "moshi", "gpu": "h200", "horizon_s": 60, "horizon_s": 6}' >"$tmp/dup.json"
 expect_error 'dup.json: horizon_s: duplicate key' simulate --scenario "$tmp/dup.json"
@@ -227,12 +227,131 @@ timed_error() {  # like expect_error, and within 5 s (the replays below would ru
   local ms=$((($(date +%s%N) - start) / 1000000))
   ((ms < 5000)) || fail "replay took $ms ms to refuse: $*"
 }
-timed_error 'workload.frame_period_s: expected at least 0.001 s for a real-time run' replay --scenario "$rs" --set workload.frame_period_s=1e-9 --set horizon_s=60
+timed_error 'workload.frame_period_s: expected at least 0.001 s for a real-time run' replay --scenario "$rs" --set workload.frame_period_s=1e-6 --set horizon_s=60
 timed_error 'workload.arrival: 1e\+07 callers; expected at most 100000' replay --scenario "$rs" --set workload.arrival.sessions=10000000 --set horizon_s=60
 timed_error 'up to 6e\+07 frames' replay --scenario "$rs" --set workload.arrival.sessions=1000 --set workload.frame_period_s=0.001 --set horizon_s=60
 timed_error 'calibrates model "tiny", the scenario runs "moshi"' replay --scenario "$rs" --set model=moshi --set horizon_s=2
 timed_error 'cannot open the calibration file' replay --scenario "$rs" --calibration "$tmp/nope.json" --set horizon_s=60
 timed_error 'cal_1e308.json: fit.terms\[0\].coefficient' replay --scenario "$rs" --calibration "$tmp/cal_1e308.json" --set horizon_s=60
 timed_error -- "--out $tmp/afile: is a file" replay --scenario "$rs" --set horizon_s=60 --out "$tmp/afile"
+
+# --- Issue 32: hostile inputs, output safety, wrong numbers
+# timed_error_32 <regex> <args...>: expect_error within 20 s (a FIFO used to block open() forever).
+timed_error_32() {
+  local start=$(date +%s%N)
+  expect_error "$@"
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  ((ms < 20000)) || fail "took $ms ms to refuse: $*"
+}
+mkfifo "$tmp/fifo"
+mkdir -p "$tmp/shard"
+mkfifo "$tmp/shard/sweep.json"
+fifo_msg='fifo: is a FIFO \(named pipe\), expected the'
+timed_error_32 "$fifo_msg scenario file as a regular file" simulate --scenario "$tmp/fifo"
+timed_error_32 "$fifo_msg HuggingFace config.json" predict --set "model=hf:$tmp/fifo"
+timed_error_32 "$fifo_msg model file" predict --set "model=$tmp/fifo"
+timed_error_32 "$fifo_msg sweep file" sweep --sweep "$tmp/fifo" --out "$tmp/sw_fifo"
+timed_error_32 "$fifo_msg benchmark JSON" calibrate fit --bench "$tmp/fifo" --out "$tmp/fit_fifo.json"
+timed_error_32 "$fifo_msg calibration file" calibrate report --calibration "$tmp/fifo"
+timed_error_32 "$fifo_msg calibration file" simulate --set model=tiny --set cost_model.type=calibrated --set cost_model.file="$tmp/fifo"
+timed_error_32 "$fifo_msg quality file" recommend --quality "$tmp/fifo" --windows 240 --sinks 0
+timed_error_32 "$fifo_msg GGUF model file" quality --model "$tmp/fifo"
+timed_error_32 "$fifo_msg text \(--text\)" quality --text "$tmp/fifo"
+timed_error_32 "$fifo_msg calibration file" replay --scenario "$src/scenarios/replay/tiny_cpu_windowed.json" --calibration "$tmp/fifo"
+timed_error_32 "sweep.json: is a FIFO \(named pipe\), expected the sweep summary" sweep-merge "$tmp/shard" --out "$tmp/merged32"
+timed_error_32 "--trace $tmp/fifo: a FIFO \(named pipe\) that no process is reading" simulate --set horizon_s=5 --trace "$tmp/fifo"
+timed_error_32 '/dev/zero: is a character device, expected the text \(--text\) as a regular file' quality --text /dev/zero
+timed_error_32 "$tmp: is a directory, expected the GGUF model file" quality --model "$tmp"
+
+# Memory stays bounded by the horizon, not by silence_after_s or deadline_s (1e9 s reached 10 GB).
+for set in engine.silence_after_s=1e9 workload.deadline_s=1e9; do
+  cases=$((cases + 1))
+  (ulimit -v 1500000; "$bin" simulate --set "$set" --set horizon_s=100 --json >"$tmp/mem.json" 2>"$tmp/err") ||
+    fail "simulate --set $set --set horizon_s=100 under 1.5 GB -> rc=$? $(head -c 300 "$tmp/err")"
+  cases=$((cases + 1))
+  (ulimit -v 1500000; "$bin" sweep --set "$set" --set horizon_s=100 --seeds 2 -j 1 --out "$tmp/sw_mem" 2>"$tmp/err") ||
+    fail "sweep --set $set under 1.5 GB -> rc=$? $(head -c 300 "$tmp/err")"
+  cases=$((cases + 1))
+  (ulimit -v 1500000; "$bin" capacity --set "$set" --set horizon_s=100 --probe-s 5 >/dev/null 2>"$tmp/err") ||
+    fail "capacity --set $set under 1.5 GB -> rc=$? $(head -c 300 "$tmp/err")"
+done
+
+# Calls that end before the horizon split and rejoin their cohort once a period: each left a stale
+# departure in the event queue (520 MB at a horizon of 9.75e5 s, 8 MB at 9.25e5 s).
+cases=$((cases + 1))
+(ulimit -v 400000; "$bin" simulate --scenario "$src/scenarios/canonical/moshi_h200_windowed.json" --set horizon_s=9.75e5 \
+  --set workload.duration.seconds=9.5e5 --json >/dev/null 2>"$tmp/err") || fail "a 9.75e5 s run under 400 MB -> rc=$? $(head -c 300 "$tmp/err")"
+timed_error_32 'horizon_s: expected at most 1e8 frame periods over the horizon' simulate --set horizon_s=1e9 --set output.sample_period_s=1000
+
+# calibrate run: --out is replaced only by a complete run; devices, foreign formats and --help refused.
+printf '{"good": true}\n' >"$tmp/bench_good.json"
+timed_error_32 'no benchmark ran' calibrate run --model tiny --grid ci --out "$tmp/bench_good.json" --benchmark-arg=--benchmark_filter=zzz
+cases=$((cases + 1))
+grep -q '"good": true' "$tmp/bench_good.json" || fail "a failed calibrate run replaced the earlier --out"
+ls "$tmp"/bench_good.json.* >/dev/null 2>&1 && fail "a failed calibrate run left its temporary file"
+timed_error_32 -- '--out /dev/full: is not a regular file' calibrate run --model tiny --grid ci --out /dev/full
+timed_error_32 -- '--benchmark_out_format is set by calibrate run' calibrate run --model tiny --grid ci --out "$tmp/b.json" --benchmark-arg=--benchmark_out_format=csv
+timed_error_32 -- '--benchmark-arg --help: expected a Google Benchmark --benchmark_\* flag' calibrate run --model tiny --grid ci --out "$tmp/b.json" --benchmark-arg=--help
+[[ -e "$tmp/b.json" ]] && fail "a refused calibrate run wrote --out"
+
+# Single-file outputs: never renamed over something that is not a regular file; one writer.
+timed_error_32 -- "--out $tmp: is a directory, expected a regular file path" calibrate grids --out "$tmp"
+timed_error_32 -- "--out $tmp/fifo: is a FIFO \(named pipe\), expected a regular file path" calibrate roofline --set model=tiny --out "$tmp/fifo"
+timed_error_32 -- "--out /dev/null: is a character device" calibrate grids --out /dev/null
+timed_error_32 -- "--out /dev/full: is a character device" quality --out /dev/full
+cases=$((cases + 1))
+[[ -p "$tmp/fifo" ]] || fail "the FIFO was replaced"
+flock "$tmp/g.json.tmp" sleep 5 &
+lock_pid=$!
+bg+=("$lock_pid")
+for _ in $(seq 50); do [[ -e "$tmp/g.json.tmp" ]] && break; sleep 0.1; done
+sleep 0.3
+timed_error_32 -- "--out $tmp/g.json: another process is writing this file" calibrate grids --out "$tmp/g.json"
+kill "$lock_pid" 2>/dev/null
+wait "$lock_pid" 2>/dev/null
+# import-vidur checks both outputs before writing either.
+vidur="$src/results/vidur"
+timed_error_32 -- "--correction-out $tmp/afile/c.json: cannot write into $tmp/afile" calibrate import-vidur "$vidur" --model meta-llama/Llama-2-7b-hf --gpu h100 --out "$tmp/vid.json" --correction-out "$tmp/afile/c.json"
+[[ -e "$tmp/vid.json" ]] && fail "import-vidur wrote --out, then failed on --correction-out"
+# A profile whose mlp_up_proj is 0 in every row crashed Eigen's QR.
+mkdir -p "$tmp/zero_up"
+/usr/bin/python3 - "$vidur/h100/meta-llama/Llama-2-7b-hf/mlp.csv" "$tmp/zero_up/mlp.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+k = rows[0].index("time_stats.mlp_up_proj.median")
+for r in rows[1:]:
+    r[k] = "0"
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)
+PY
+timed_error_32 'zero_up/mlp.csv: column "time_stats.mlp_up_proj.median": 0 ms in every row' calibrate import-vidur "$tmp/zero_up" --model meta-llama/Llama-2-7b-hf --gpu h100 --out "$tmp/o.json"
+# The trace never overwrites the run's input.
+cp "$src/scenarios/canonical/moshi_h200_windowed.json" "$tmp/in.json"
+timed_error_32 -- "--trace $tmp/in.json: is the input file" simulate --scenario "$tmp/in.json" --set horizon_s=5 --trace "$tmp/in.json"
+cmp -s "$tmp/in.json" "$src/scenarios/canonical/moshi_h200_windowed.json" || fail "--trace overwrote the input scenario"
+# A closed pipe: exit 1 with a message, not death by SIGPIPE.
+cases=$((cases + 1))
+"$bin" capacity --set horizon_s=30 --probe-s 5 --quiet 2>"$tmp/err" | true  # the reader is gone first
+rc=${PIPESTATUS[0]}
+[[ $rc -eq 1 ]] && grep -q 'Broken pipe' "$tmp/err" || fail "stdout to a closed pipe -> rc=$rc $(cat "$tmp/err")"
+
+# Wrong numbers refused, never printed.
+/usr/bin/python3 - "$cal" "$tmp/cal_neg.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+for t in c["fit"]["terms"]:
+    if t["name"] == "query_tokens":
+        t["coefficient"], t["dropped"] = -1.0, False
+json.dump(c, open(sys.argv[2], "w"))
+PY
+timed_error_32 'cal_neg.json: fit.terms: the calibration gives a pass of .* a time of -.* expected a time >= 0' simulate --set model=tiny --set cost_model.type=calibrated --set cost_model.file="$tmp/cal_neg.json" --set horizon_s=5
+printf '{"perplexity": [{"window": null, "sinks": 0, "ppl_from": 1e-300}, {"window": 240, "sinks": 0, "ppl_from": 12}]}' >"$tmp/q_tiny.json"
+timed_error_32 'q_tiny.json: perplexity\[\].ppl_from: 1e-300; a perplexity is a finite number >= 1' recommend --quality "$tmp/q_tiny.json" --max-ppl-ratio 1.1 --windows 240 --sinks 0
+printf '{"perplexity": [{"window": null, "sinks": 0, "ppl_from": 10}, {"window": 240, "sinks": 0, "ppl_from": 12}, {"window": 240, "sinks": 0, "ppl_from": 11}]}' >"$tmp/q_dup.json"
+timed_error_32 'q_dup.json: perplexity: window 240, sinks 0 given twice' recommend --quality "$tmp/q_dup.json" --max-ppl-ratio 1.1 --windows 240 --sinks 0
+timed_error_32 'workload.frame_period_s: expected a whole number of nanoseconds' simulate --set workload.frame_period_s=1.5e-9 --set horizon_s=1
+timed_error_32 -- 'capacity probe of 0.05 s \(--probe-s, or the horizon\): its second half, where the steady latency is measured, is shorter than a frame period' capacity --set horizon_s=30 --probe-s 0.05
+timed_error_32 -- '--seeds 9223372036854775808: 9223372036854775808 is out of range' sweep --seeds 9223372036854775808 --out "$tmp/sw_seed"
+timed_error_32 -- '--seeds 1,9999999999999999999: 9999999999999999999 is out of range' sweep --seeds 1,9999999999999999999 --out "$tmp/sw_seed"
+timed_error_32 'engine.scheduler: "vllm_v1" is not what the real engine runs' replay --scenario "$src/scenarios/replay/tiny_cpu_windowed.json" --set engine.scheduler=vllm_v1
 
 finish "hostile-input checks"

@@ -68,6 +68,25 @@ TEST(Admission, UnboundedAimdOverAdmitsAndStalls) {
   EXPECT_FALSE(w.crashed());
 }
 
+// Issue 32: an AIMD run that never raised its cap measured no concurrency (N* is where it started
+// or below): it is flagged "never_raised", with the reason, as a stall or a collapse is.
+TEST(Admission, AimdThatNeverRaisesItsCapIsFlaggedWithAReason) {
+  // A 2 ms deadline: every interval is congested, the cap only ever falls from 16.
+  const RunResult r = simulate(contrast("windowed", {"workload.deadline_s=0.002", "horizon_s=60"}));
+  const auto& a = r.admission;
+  EXPECT_EQ(a.increases, 0);
+  ASSERT_EQ(a.flags.size(), a.flag_reasons.size());
+  const auto it = std::find(a.flags.begin(), a.flags.end(), "never_raised");
+  ASSERT_NE(it, a.flags.end());
+  const std::string& why = a.flag_reasons[static_cast<size_t>(it - a.flags.begin())];
+  EXPECT_NE(why.find("the cap never rose above its initial 16"), std::string::npos) << why;
+  // The contrast's own run raises its cap and is not flagged.
+  const RunResult ok = simulate(contrast("windowed", {"horizon_s=60"}));
+  EXPECT_GT(ok.admission.increases, 0);
+  EXPECT_EQ(std::find(ok.admission.flags.begin(), ok.admission.flags.end(), "never_raised"),
+            ok.admission.flags.end());
+}
+
 TEST(Admission, StaticCapRejectsAboveTheCapAndNeverEvicts) {
   const Scenario s = testing::moshi(50, "windowed", {"admission={\"type\":\"static\",\"cap\":20}"});
   const RunResult r = simulate(s);

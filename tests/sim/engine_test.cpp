@@ -290,5 +290,22 @@ TEST(Engine, VllmDeliverySpreadSplitsBatchesAndKeepsTheBooks) {
   EXPECT_EQ(run_result_json(simulate(spread)).dump(), run_result_json(b).dump());
 }
 
+// Issue 32: one call of 0.1 s with 20 ms frames has 5 frames (at 0, 20, ..., 80 ms), whatever the
+// horizon past its last frame. A hang-up exactly at the horizon used to count the instant of the
+// hang-up as a sixth, silent frame (5 due at horizon 0.09 s, 6 with 1 silent at 0.1 s, 5 at
+// 0.11 s).
+TEST(Engine, HangUpAtTheHorizonAddsNoFrame) {
+  for (const char* horizon : {"0.09", "0.1", "0.11"}) {
+    const Scenario s = moshi(1, "unbounded",
+                             {"workload.frame_period_s=0.02", "horizon_s=" + std::string(horizon),
+                              "output.sample_period_s=0.01",
+                              "workload.duration={\"type\":\"fixed\",\"seconds\":0.1}"});
+    const RunResult r = simulate(s);
+    EXPECT_EQ(r.frames_due, 5) << "horizon " << horizon;
+    EXPECT_EQ(r.frames_silent, 0) << "horizon " << horizon;
+    EXPECT_EQ(r.frames_served, 5) << "horizon " << horizon;
+  }
+}
+
 }  // namespace
 }  // namespace metronome

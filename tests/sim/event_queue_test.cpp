@@ -61,6 +61,29 @@ TEST(EventQueue, StepDoneSlotKeepsTheTotalOrder) {
 
 // from_seconds gives llround's nanoseconds (halves away from zero) without calling it: at exact
 // halves, next to them and across magnitudes.
+// Issue 32: stale departures are dropped without changing the order of the rest.
+TEST(EventQueue, RemoveIfKeepsTheOrderOfTheRest) {
+  EventQueue a, b;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const Time t = static_cast<Time>(rng() % 50);
+    const auto kind = static_cast<EventKind>(rng() % 5);
+    const bool dead = kind == EventKind::kDeparture && i % 3 == 0;
+    a.push(t, kind, i, dead ? 1 : 0);
+    b.push(t, kind, i, dead ? 1 : 0);
+  }
+  a.remove_if([](const Event& e) { return e.incarnation == 1; });
+  while (!b.empty()) {
+    const Event e = b.pop();
+    if (e.incarnation == 1) continue;
+    ASSERT_FALSE(a.empty());
+    const Event x = a.pop();
+    EXPECT_EQ(x.time, e.time);
+    EXPECT_EQ(x.target, e.target);
+  }
+  EXPECT_TRUE(a.empty());
+}
+
 TEST(Time, FromSecondsIsLlround) {
   std::mt19937_64 rng(11);
   auto check = [](double s) { EXPECT_EQ(from_seconds(s), std::llround(s * 1e9)) << s; };

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -71,16 +75,45 @@ TEST(JsonFile, SyntaxErrorsSayNotValidJson) {
 }
 
 TEST(JsonFile, FileSizeIsCapped) {
-  // /dev/zero never ends: the read stops just past the cap.
+  // A sparse regular file past the cap: the read stops just past it.
+  const std::string big = ::testing::TempDir() + "/metronome_big.json";
+  { std::ofstream create(big); }
+  std::filesystem::resize_file(big, (size_t{1} << 20) + 10);
   try {
-    read_text_file("/dev/zero", "scenario file", 1 << 20);
-    FAIL() << "read /dev/zero whole";
+    read_text_file(big, "scenario file", 1 << 20);
+    FAIL() << "read the big file whole";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "/dev/zero: larger than 1 MiB, expected a scenario file of at most that size");
+              big + ": larger than 1 MiB, expected a scenario file of at most that size");
   }
+  std::filesystem::remove(big);
   EXPECT_THROW(read_text_file("/", "scenario file"), ConfigError);
   EXPECT_THROW(read_text_file("/nonexistent/x.json", "scenario file"), ConfigError);
+}
+
+std::string read_error(const std::string& path) {
+  try {
+    read_text_file(path, "scenario file");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A FIFO without a writer would block open() forever, /dev/zero would never end (issue 32): both
+// are refused before anything is opened, as is every other file that is not a regular one.
+TEST(JsonFile, InputsAreRegularFiles) {
+  const std::string fifo = ::testing::TempDir() + "/metronome_fifo_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_error(fifo),
+            fifo + ": is a FIFO (named pipe), expected the scenario file as a regular file");
+  EXPECT_THROW(require_regular_file(fifo, "GGUF model file"), ConfigError);
+  ::unlink(fifo.c_str());
+  EXPECT_EQ(read_error("/dev/zero"),
+            "/dev/zero: is a character device, expected the scenario file as a regular file");
+  EXPECT_EQ(read_error("/"), "/: is a directory, expected the scenario file");
+  EXPECT_EQ(read_error("/nonexistent/x.json"),
+            "/nonexistent/x.json: cannot open the scenario file (No such file or directory)");
 }
 
 TEST(JsonFile, ErrorMessagesNeverDumpWholeValues) {
