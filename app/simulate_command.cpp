@@ -68,7 +68,7 @@ Run add_simulate(CLI::App& app) {
     if (o->scenario.json) {
       std::cout << output_text(j) << "\n";
     } else {
-      std::cout << run_text(s, prediction, r, cost->label());
+      std::cout << run_text(s, prediction, r, cost->label()) << cost_model_spread(s, prediction);
     }
     return 0;
   };

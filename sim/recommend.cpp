@@ -24,6 +24,35 @@
 namespace metronome {
 namespace {
 
+// Two cells whose N* over seeds overlap (p5 to p95) are not told apart by this many seeds.
+bool tied(const RecommendCell& a, const RecommendCell& top) {
+  return a.n_star_p95 >= top.n_star_p5 && a.n_star_p5 <= top.n_star_p95;
+}
+
+// Sessions the workload offers at once: N* at or above it measures the load, not the capacity.
+double offered_sessions(const Scenario& s) {
+  const auto& w = s.workload;
+  const auto& d = w.duration;
+  const double call_s = d.type == "fixed" ? d.seconds : d.type == "exponential" ? d.mean_s
+                                                                                : d.median_s;
+  if (w.arrival.type == "all_at_once") return static_cast<double>(w.arrival.sessions);
+  if (w.arrival.type == "fixed_interval") {
+    return std::min(static_cast<double>(w.arrival.sessions), call_s / w.arrival.interval_s);
+  }
+  return w.arrival.rate_per_s * call_s;  // Little's law
+}
+
+bool load_limited(const Scenario& s, const RecommendCell& c) {
+  return c.n_star_median >= 0.95 * offered_sessions(s);
+}
+
+// A window in seconds of conversation: W tokens at kv_tokens_per_frame per frame period.
+double window_seconds(const Scenario& s, int64_t window) {
+  return static_cast<double>(window) /
+         static_cast<double>(std::max<int64_t>(1, s.workload.kv_tokens())) *
+         s.workload.frame_period_s;
+}
+
 Scenario cell_scenario(const Scenario& base, int64_t w, int64_t s) {
   Scenario c = base;
   c.kv_policy.policy = std::make_shared<const WindowedKv>(w, s);
@@ -161,6 +190,19 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
     return a.window + a.sinks < b.window + b.sinks;
   });
   if (!out.cells.empty() && out.cells.front().eligible) out.best = 0;
+  // Differences inside the seeds' spread are ties: among the eligible cells whose N* range (p5 to
+  // p95) reaches the top cell's, the best is the one of best quality (lowest measured perplexity
+  // ratio, else the most tokens kept: sinks + window).
+  if (out.best) {
+    for (size_t i = 1; i < out.cells.size(); ++i) {
+      const auto& c = out.cells[i];
+      const auto& b = out.cells[*out.best];
+      if (!c.eligible || !tied(c, out.cells.front())) continue;
+      const bool better = c.ppl_ratio && b.ppl_ratio ? *c.ppl_ratio < *b.ppl_ratio
+                                                     : c.window + c.sinks > b.window + b.sinks;
+      if (better) out.best = i;
+    }
+  }
   return out;
 }
 
@@ -180,7 +222,11 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
                      {"flagged_runs", c.flagged_runs},
                      {"ppl_ratio", c.ppl_ratio ? nlohmann::json(*c.ppl_ratio) : nlohmann::json()},
                      {"eligible", c.eligible},
-                     {"why_not", c.why_not}});
+                     {"why_not", c.why_not},
+                     {"window_seconds", window_seconds(base, c.window)},
+                     {"limited_by_offered_load", load_limited(base, c)},
+                     {"offered_sessions", offered_sessions(base)},
+                     {"tied_with_top", r.best && c.eligible && tied(c, r.cells.front())}});
   }
   nlohmann::json best = nullptr;
   if (r.best) best = cells[*r.best];
@@ -206,16 +252,36 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
         "{:g}); memory cap {}, deadline cap {}; {:.2f}% of frames silent\n",
         b.window, b.sinks, b.n_star_median, b.n_star_p5, b.n_star_p95, b.memory_cap, b.deadline_cap,
         100 * b.silent_fraction_mean);
+    out += fmt::format("           W = {} tokens is {:.1f} s of conversation ({} KV tokens per {:g} s "
+                       "frame)\n",
+                       b.window, window_seconds(base, b.window), base.workload.kv_tokens(),
+                       base.workload.frame_period_s);
+    if (*r.best != 0) {
+      out += fmt::format(
+          "           chosen over W = {}, S = {} (N* {:g}): their N* overlap over seeds (a tie), "
+          "and this cell keeps more quality\n",
+          r.cells.front().window, r.cells.front().sinks, r.cells.front().n_star_median);
+    }
+    if (load_limited(base, b)) {
+      out += fmt::format(
+          "FLAGGED    N* {:g} is the offered load ({:g} sessions at once): the load, not the GPU, "
+          "limits it; raise workload.arrival.sessions (or the rate) to measure capacity\n",
+          b.n_star_median, offered_sessions(base));
+    }
   } else {
     out += "best       none: no (W, S) meets the quality floor with every run clean\n";
   }
-  out += fmt::format("{:>6} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n", "W", "S", "mem cap",
-                     "dl cap", "N* med", "silent%", "ppl x", "verdict");
+  out += fmt::format("{:>6} {:>6} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n", "W", "W s", "S",
+                     "mem cap", "dl cap", "N* med", "silent%", "ppl x", "verdict");
   for (const auto& c : r.cells) {
-    out += fmt::format("{:>6} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window, c.sinks,
-                       c.memory_cap, c.deadline_cap, c.n_star_median, 100 * c.silent_fraction_mean,
+    std::string verdict = c.eligible ? "eligible" : c.why_not;
+    if (c.eligible && r.best && tied(c, r.cells.front())) verdict += " (tie with the top N*)";
+    if (load_limited(base, c)) verdict += "; N* = offered load";
+    out += fmt::format("{:>6} {:>6.1f} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window,
+                       window_seconds(base, c.window), c.sinks, c.memory_cap, c.deadline_cap,
+                       c.n_star_median, 100 * c.silent_fraction_mean,
                        c.ppl_ratio ? fmt::format("{:.3f}", *c.ppl_ratio) : std::string("-"),
-                       c.eligible ? "eligible" : c.why_not);
+                       verdict);
   }
   return out;
 }

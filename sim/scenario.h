@@ -138,6 +138,10 @@ struct Scenario {
   uint64_t seed = 1;
   AdmissionConfig admission;
   OutputConfig output;
+  // Loud warnings found at load (a field that was accepted but probably means something else, an
+  // inherited value that contradicts an override): printed to stderr by every command and kept in
+  // JSON outputs under "warnings". Not part of to_json.
+  std::vector<std::string> warnings;
 };
 
 // `path` empty: the shipped default scenario. `sets` are "dotted.key=value" overrides applied after
