@@ -33,13 +33,17 @@ bool tied(const RecommendCell& a, const RecommendCell& top) {
 double offered_sessions(const Scenario& s) {
   const auto& w = s.workload;
   const auto& d = w.duration;
-  const double call_s = d.type == "fixed" ? d.seconds : d.type == "exponential" ? d.mean_s
-                                                                                : d.median_s;
+  // A call lasts at most the run: past the horizon no more callers are live at once.
+  const double call_s = std::min(s.horizon_s, d.type == "fixed"         ? d.seconds
+                                              : d.type == "exponential" ? d.mean_s
+                                                                        : d.median_s);
   if (w.arrival.type == "all_at_once") return static_cast<double>(w.arrival.sessions);
   if (w.arrival.type == "fixed_interval") {
     return std::min(static_cast<double>(w.arrival.sessions), call_s / w.arrival.interval_s);
   }
-  return w.arrival.rate_per_s * call_s;  // Little's law
+  const double live = w.arrival.rate_per_s * call_s;  // Little's law
+  return w.arrival.max_sessions > 0 ? std::min(live, static_cast<double>(w.arrival.max_sessions))
+                                    : live;
 }
 
 bool load_limited(const Scenario& s, const RecommendCell& c) {
@@ -226,7 +230,8 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
                      {"window_seconds", window_seconds(base, c.window)},
                      {"limited_by_offered_load", load_limited(base, c)},
                      {"offered_sessions", offered_sessions(base)},
-                     {"tied_with_top", r.best && c.eligible && tied(c, r.cells.front())}});
+                     {"tied_with_top",
+                      r.best && c.eligible && &c != &r.cells.front() && tied(c, r.cells.front())}});
   }
   nlohmann::json best = nullptr;
   if (r.best) best = cells[*r.best];
@@ -275,7 +280,9 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
                      "mem cap", "dl cap", "N* med", "silent%", "ppl x", "verdict");
   for (const auto& c : r.cells) {
     std::string verdict = c.eligible ? "eligible" : c.why_not;
-    if (c.eligible && r.best && tied(c, r.cells.front())) verdict += " (tie with the top N*)";
+    if (c.eligible && r.best && &c != &r.cells.front() && tied(c, r.cells.front())) {
+      verdict += " (tie with the top N*)";
+    }
     if (load_limited(base, c)) verdict += "; N* = offered load";
     out += fmt::format("{:>6} {:>6.1f} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window,
                        window_seconds(base, c.window), c.sinks, c.memory_cap, c.deadline_cap,

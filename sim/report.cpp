@@ -87,7 +87,7 @@ std::string ms(double v) {
 // centre lies past it (the bin straddles the deadline): p50 1008 ms with no misses reads wrong.
 std::string ms_within(double v, double p, double on_time_fraction, double deadline_s) {
   if (std::isfinite(v) && v > deadline_s && on_time_fraction >= p) {
-    return "<= " + ms(deadline_s) + " (the bin holding the deadline)";
+    return "<= " + ms(deadline_s);
   }
   return ms(v);
 }
