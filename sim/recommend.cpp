@@ -47,7 +47,8 @@ double offered_sessions(const Scenario& s) {
 }
 
 bool load_limited(const Scenario& s, const RecommendCell& c) {
-  return c.n_star_median >= 0.95 * offered_sessions(s);
+  return (c.unrejected_runs > 0 && c.unrejected_runs == static_cast<int64_t>(c.n_star.size())) ||
+         c.n_star_median >= 0.95 * offered_sessions(s);
 }
 
 // A window in seconds of conversation: W tokens at kv_tokens_per_frame per frame period.
@@ -164,6 +165,7 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
                     ? static_cast<double>(r.frames_silent) / static_cast<double>(r.frames_due)
                     : 0.0;
       if (!r.admission.flags.empty() || r.first_stall_s) ++c.flagged_runs;
+      if (r.sessions_rejected == 0) ++c.unrejected_runs;
     }
     c.silent_fraction_mean = seeds > 0 ? silent / static_cast<double>(seeds) : 0;
     c.n_star_median = nearest_rank(c.n_star, 0.5);
@@ -269,8 +271,9 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
     }
     if (load_limited(base, b)) {
       out += fmt::format(
-          "FLAGGED    N* {:g} is the offered load ({:g} sessions at once): the load, not the GPU, "
-          "limits it; raise workload.arrival.sessions (or the rate) to measure capacity\n",
+          "FLAGGED    N* {:g} is the offered load (nobody was turned away; {:g} sessions at once by "
+          "the end): the load, not the GPU, limits it; raise workload.arrival.sessions (or the "
+          "rate) to measure capacity\n",
           b.n_star_median, offered_sessions(base));
     }
   } else {

@@ -38,6 +38,8 @@ struct RecommendCell {
   double n_star_median = 0, n_star_p5 = 0, n_star_p95 = 0;
   double silent_fraction_mean = 0;
   int64_t flagged_runs = 0;
+  // Runs in which admission turned nobody away: N* there measures the offered load, not capacity.
+  int64_t unrejected_runs = 0;
   std::optional<double> ppl_ratio;
   bool eligible = false;  // meets the quality floor and every run is clean
   std::string why_not;
