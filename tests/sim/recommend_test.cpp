@@ -78,9 +78,6 @@ TEST(Recommend, QualityFileGivesRatiosToFullAttention) {
   EXPECT_THROW(read_ppl_ratios(wrong), ConfigError);
 }
 
-}  // namespace
-}  // namespace metronome
-
 TEST(Recommend, TiesInsideTheSeedsSpreadGoToTheBetterQuality) {
   // W = 480 with S = 0 and S = 16 serve nearly the same N*: where their ranges over seeds overlap,
   // the cell keeping more tokens (S = 16) is the best, whatever the medians' order.
@@ -95,3 +92,6 @@ TEST(Recommend, TiesInsideTheSeedsSpreadGoToTheBetterQuality) {
     }
   }
 }
+
+}  // namespace
+}  // namespace metronome
