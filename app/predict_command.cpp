@@ -27,9 +27,10 @@ Run add_predict(CLI::App& app) {
                           {"scenario", to_json(s)},
                           {"prediction", prediction_json(s, p)}};
       if (!s.warnings.empty()) j["warnings"] = s.warnings;
+      if (!s.cost_model.chosen.empty()) j["cost_model_chosen"] = s.cost_model.chosen;
       std::cout << output_text(j) << "\n";
     } else {
-      std::cout << prediction_text(s, p) << cost_model_spread(s, p);
+      std::cout << prediction_text(s, p) << cost_model_choice(s) << cost_model_spread(s, p);
     }
     return 0;
   };

@@ -34,6 +34,11 @@ Scenario ScenarioOptions::load() const {
   return s;
 }
 
+std::string cost_model_choice(const Scenario& s) {
+  if (s.cost_model.chosen.empty()) return "";
+  return "chosen     cost model " + s.cost_model.chosen + "\n";
+}
+
 std::string cost_model_spread(const Scenario& s, const FirstOrderPrediction& p) {
   std::vector<std::string> types = {"roofline"};
   if (s.gpu.roofline_correction.present) types.push_back("corrected_roofline");

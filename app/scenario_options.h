@@ -25,5 +25,8 @@ struct ScenarioOptions {
 // (the raw datasheet roofline, the roofline corrected to measured kernel times, and the scenario's
 // calibration), so a user sees how far the answer moves with the choice.
 std::string cost_model_spread(const Scenario& s, const FirstOrderPrediction& p);
+// Where the scenario named no cost model: which one was chosen and why (choose_cost_model), as a
+// summary line; empty otherwise.
+std::string cost_model_choice(const Scenario& s);
 
 }  // namespace metronome::cli

@@ -58,7 +58,8 @@ Run add_simulate(CLI::App& app) {
     }
     Engine engine(s, *cost, prediction.pool, observers.empty() ? nullptr : &observers);
     const RunResult r = engine.run();
-    const auto j = run_json(s, prediction, r, cost->label());
+    auto j = run_json(s, prediction, r, cost->label());
+    if (!s.cost_model.chosen.empty()) j["cost_model_chosen"] = s.cost_model.chosen;
     if (trace) trace->close();
     if (out) {
       series->close();
@@ -68,7 +69,8 @@ Run add_simulate(CLI::App& app) {
     if (o->scenario.json) {
       std::cout << output_text(j) << "\n";
     } else {
-      std::cout << run_text(s, prediction, r, cost->label()) << cost_model_spread(s, prediction);
+      std::cout << run_text(s, prediction, r, cost->label()) << cost_model_choice(s)
+                << cost_model_spread(s, prediction);
     }
     return 0;
   };

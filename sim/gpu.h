@@ -32,6 +32,10 @@ struct GpuConfig {
   double memory_bandwidth_bytes_per_s = 0;
   double bf16_flops = 0;  // dense, not the sparse datasheet figure
   RooflineCorrection roofline_correction;
+  // A measured calibration of this GPU (an absolute path once the file is resolved; empty: none).
+  // cost_model.type "auto" prices steps with it, scaled to the scenario's model where the file
+  // says how (sim/cost/cost_model.h: choose_cost_model).
+  std::string measured_calibration;
 };
 
 }  // namespace metronome

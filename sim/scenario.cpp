@@ -11,6 +11,7 @@
 #include "sim/catalog.h"
 #include "sim/config_error.h"
 #include "sim/config_limits.h"
+#include "sim/cost/cost_model.h"
 #include "sim/hf_config.h"
 #include "sim/json_file.h"
 #include "sim/json_section.h"
@@ -28,6 +29,22 @@ std::string base_dir_of(const std::string& path) {
 
 ModelConfig parse_model(JsonSection m);
 GpuConfig parse_gpu(JsonSection g);
+
+// A GPU file's measured_calibration is relative to that file; the built-in copy of a shipped one
+// is relative to where it was shipped from (the source tree this binary was built from). Made
+// absolute, so the resolved scenario still finds it.
+void resolve_measured_calibration(nlohmann::json& gpu, const std::string& file) {
+  auto f = gpu.find("measured_calibration");
+  if (f == gpu.end() || !f->is_string() || f->get<std::string>().empty()) return;
+  std::filesystem::path p(f->get<std::string>());
+  if (p.is_absolute()) return;
+  const std::string builtin = "(built-in) scenarios/";
+  const std::filesystem::path dir =
+      file.rfind(builtin, 0) == 0
+          ? std::filesystem::path(METRONOME_SCENARIOS_DIR) / file.substr(builtin.size())
+          : std::filesystem::path(file);
+  *f = std::filesystem::absolute(dir.parent_path() / p).lexically_normal().string();
+}
 
 // A model or GPU is given by name (a shipped description, or one added beside the scenarios), by
 // path (anything with a '/' or ending in .json: relative to the scenario file, or to the working
@@ -73,6 +90,7 @@ void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view
     (void)parse_model(JsonSection(entry, file, ""));
   } else {
     (void)parse_gpu(JsonSection(entry, file, ""));
+    resolve_measured_calibration(entry, file);
   }
   *it = std::move(entry);
 }
@@ -148,6 +166,7 @@ GpuConfig parse_gpu(JsonSection g) {
   g.string("source", "");
   c.memory_bytes = g.in_range("memory_bytes", std::nullopt, 1, kMaxBytes);
   c.memory_source = g.string("memory_source", "");
+  c.measured_calibration = g.string("measured_calibration", "");
   c.memory_bandwidth_bytes_per_s =
       g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
   c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
@@ -302,7 +321,8 @@ WorkloadConfig parse_workload(JsonSection w) {
 
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  c.type = m.one_of("type", c.type, {"roofline", "corrected_roofline", "calibrated", "fixed"});
+  c.type = m.one_of("type", "auto",
+                    {"auto", "roofline", "corrected_roofline", "calibrated", "fixed"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   if (c.type == "fixed" && !(c.step_overhead_s > 0))
     m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
@@ -510,6 +530,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.workload = parse_workload(top.section("workload", true));
   if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
   s.cost_model = parse_cost_model(top.section("cost_model"));
+  if (s.cost_model.type == "auto") choose_cost_model(s);
   s.horizon_s = top.in_range("horizon_s", std::nullopt, 1e-9, kMaxSeconds);
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
   s.admission = parse_admission(top.section("admission"));
