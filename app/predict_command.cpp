@@ -30,7 +30,8 @@ Run add_predict(CLI::App& app) {
       if (!s.cost_model.chosen.empty()) j["cost_model_chosen"] = s.cost_model.chosen;
       std::cout << output_text(j) << "\n";
     } else {
-      std::cout << prediction_text(s, p) << cost_model_choice(s) << cost_model_spread(s, p);
+      std::cout << prediction_text(s, p) << frame_passes_text(s, p) << cost_model_choice(s)
+                << cost_model_spread(s, p);
     }
     return 0;
   };

@@ -128,6 +128,10 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
                     {"frame_period_ms", c.period_s * 1e3},
                     {"work_per_period_ms", c.work_s * 1e3},
                     {"keeps_up", c.keeps_up},
+                    {"step_sessions", c.step_sessions},
+                    {"ttft_ms", c.ttft_s * 1e3},
+                    {"tpot_ms", c.tpot_s ? json(*c.tpot_s * 1e3) : json()},
+                    {"decode_passes", c.decode_passes},
                     {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
   }
   return j;
@@ -246,6 +250,25 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
   return o.str();
 }
 
+std::string frame_passes_text(const Scenario& s, const FirstOrderPrediction& p) {
+  if (!p.service) return "";
+  const ServiceCheck& c = *p.service;
+  const double step = c.ttft_s + static_cast<double>(c.decode_passes) * c.tpot_s.value_or(0);
+  const std::string where = fmt::format(
+      "a step of {} sessions at {} cached tokens{}; waiting for the step comes on top",
+      c.step_sessions, c.context,
+      s.engine.scheduler == "vllm_v1" ? ", priced as the frame scheduler's passes" : "");
+  if (!c.tpot_s) {
+    return fmt::format(
+        "per frame  TTFT {:.3g} ms once its step starts, its only output token ({})\n",
+        c.ttft_s * 1e3, where);
+  }
+  return fmt::format(
+      "per frame  TTFT {:.3g} ms, then {} x {:.3g} ms per output token = {:.3g} ms once its step "
+      "starts ({})\n",
+      c.ttft_s * 1e3, c.decode_passes, *c.tpot_s * 1e3, step * 1e3, where);
+}
+
 std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
                      const std::string& cost_label) {
   std::ostringstream o;
@@ -288,6 +311,7 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
   o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
                    ms_within(r50, 0.5, reported_ok, dl), ms_within(r99, 0.99, reported_ok, dl),
                    ms_within(t50, 0.5, true_ok, dl), ms_within(t99, 0.99, true_ok, dl));
+  o << frame_passes_text(s, p);
   if (std::isfinite(t50) && std::isfinite(t99) && t50 == t99 && r.true_latency.count() > 100) {
     o << "           p50 = p99: nearly every frame waits the same time (callers on a few phases "
          "of the period, served in the same steps); admission.join=spread spreads them\n";
