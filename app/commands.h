@@ -17,5 +17,6 @@ Run add_recommend(CLI::App& app);
 std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // app/calibrate_command.cpp
 Run add_replay(CLI::App& app);                           // app/replay_command.cpp
 Run add_quality(CLI::App& app);                          // app/quality_command.cpp
+Run add_list(CLI::App& app);                             // app/list_command.cpp
 
 }  // namespace metronome::cli
