@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,12 @@ double offered_sessions(const Scenario& s) {
   const double live = w.arrival.rate_per_s * call_s;  // Little's law
   return w.arrival.max_sessions > 0 ? std::min(live, static_cast<double>(w.arrival.max_sessions))
                                     : live;
+}
+
+// Better quality: the lower measured perplexity ratio where both have one, else more tokens kept.
+bool better_quality(const RecommendCell& a, const RecommendCell& b) {
+  return a.ppl_ratio && b.ppl_ratio ? *a.ppl_ratio < *b.ppl_ratio
+                                    : a.window + a.sinks > b.window + b.sinks;
 }
 
 bool load_limited(const Scenario& s, const RecommendCell& c) {
@@ -158,6 +165,7 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
     c.memory_cap = p.memory_cap_sessions.value_or(0);
     c.deadline_cap = deadline_caps[i];
     double silent = 0;
+    c.window_fill_s = window_seconds(sc, c.window + c.sinks);
     for (size_t k = 0; k < seeds; ++k) {
       const RunResult& r = runs[i * seeds + k];
       c.n_star.push_back(r.admission.n_star.value_or(static_cast<double>(r.peak_live_sessions)));
@@ -166,6 +174,15 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
                     : 0.0;
       if (!r.admission.flags.empty() || r.first_stall_s) ++c.flagged_runs;
       if (r.sessions_rejected == 0) ++c.unrejected_runs;
+      // N* is the median live count over the last half: a window still filling there, or an
+      // adaptive cap still climbing through it (turning callers away, ending at the top of a
+      // spread wider than AIMD's sawtooth), is not a steady state.
+      const auto& a = r.admission;
+      const bool climbing = a.adaptive && r.sessions_rejected > 0 && a.cap_p5 && a.cap_p95 &&
+                            a.cap_median && *a.cap_p95 - *a.cap_p5 > 0.25 * *a.cap_median &&
+                            static_cast<double>(a.final_cap) >= *a.cap_p95;
+      if (climbing) ++c.climbing_runs;
+      if (c.window_fill_s > sc.horizon_s / 2 || climbing) ++c.unsettled_runs;
     }
     c.silent_fraction_mean = seeds > 0 ? silent / static_cast<double>(seeds) : 0;
     c.n_star_median = nearest_rank(c.n_star, 0.5);
@@ -204,12 +221,44 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
       const auto& c = out.cells[i];
       const auto& b = out.cells[*out.best];
       if (!c.eligible || !tied(c, out.cells.front())) continue;
-      const bool better = c.ppl_ratio && b.ppl_ratio ? *c.ppl_ratio < *b.ppl_ratio
-                                                     : c.window + c.sinks > b.window + b.sinks;
-      if (better) out.best = i;
+      if (better_quality(c, b)) out.best = i;
+    }
+  }
+  // The best quality within quality_within of the best N*: what a little capacity buys.
+  out.quality_within = spec.quality_within;
+  out.quality_source = spec.quality_source;
+  if (out.best) {
+    const double floor = (1 - spec.quality_within) * out.cells[*out.best].n_star_median;
+    out.best_quality = out.best;
+    for (size_t i = 0; i < out.cells.size(); ++i) {
+      const auto& c = out.cells[i];
+      if (c.eligible && c.n_star_median >= floor &&
+          better_quality(c, out.cells[*out.best_quality])) {
+        out.best_quality = i;
+      }
     }
   }
   return out;
+}
+
+std::string quality_source(const std::string& path) {
+  const nlohmann::json j = read_json_file(path, "quality file");
+  auto field = [&](const char* section, const char* key) -> std::string {
+    if (!j.contains(section) || !j[section].is_object()) return "";
+    const auto& s = j[section];
+    return s.contains(key) && s[key].is_string() ? s[key].get<std::string>() : "";
+  };
+  const std::string model_file = field("config", "model"), text_file = field("config", "text");
+  auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
+  // The pair scripts/fetch_quality_assets.sh fetches for figure 8.
+  if (base(model_file) == "smollm2-135m-instruct-q4_1.gguf" && base(text_file) == "prideprejudice.txt") {
+    return "SmolLM2-135M on Pride and Prejudice";
+  }
+  const std::string name = field("model", "name");
+  return fmt::format("{} on {}",
+                     name.empty() ? (model_file.empty() ? "an unnamed model" : base(model_file))
+                                  : name + (model_file.empty() ? "" : " [" + base(model_file) + "]"),
+                     text_file.empty() ? "an unnamed text" : base(text_file));
 }
 
 nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
@@ -232,11 +281,17 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
                      {"window_seconds", window_seconds(base, c.window)},
                      {"limited_by_offered_load", load_limited(base, c)},
                      {"offered_sessions", offered_sessions(base)},
+                     {"unsettled_runs", c.unsettled_runs},
+                     {"too_short_to_settle", c.unsettled_runs > 0},
+                     {"cap_still_climbing_runs", c.climbing_runs},
+                     {"window_fill_s", c.window_fill_s},
                      {"tied_with_top",
                       r.best && c.eligible && &c != &r.cells.front() && tied(c, r.cells.front())}});
   }
   nlohmann::json best = nullptr;
   if (r.best) best = cells[*r.best];
+  nlohmann::json best_quality = nullptr;
+  if (r.best_quality) best_quality = cells[*r.best_quality];
   return {{"metronome_version", version_string()},
           {"scenario", to_json(base)},
           {"seeds", spec.seeds},
@@ -244,14 +299,21 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
            {{"min_window_tokens", spec.min_window},
             {"min_sink_tokens", spec.min_sinks},
             {"max_ppl_ratio",
-             spec.max_ppl_ratio ? nlohmann::json(*spec.max_ppl_ratio) : nlohmann::json()}}},
+             spec.max_ppl_ratio ? nlohmann::json(*spec.max_ppl_ratio) : nlohmann::json()},
+            {"source", spec.quality_source.empty() ? nlohmann::json()
+                                                   : nlohmann::json(spec.quality_source)}}},
           {"best", best},
+          {"quality_within_fraction", spec.quality_within},
+          {"best_quality_within", best_quality},
           {"cells", cells}};
 }
 
 std::string recommend_text(const Scenario& base, const Recommendation& r) {
   std::string out = fmt::format("scenario   {} ({} on {}, admission {})\n", base.name,
                                 base.model.name, base.gpu.name, base.admission.type());
+  if (!r.quality_source.empty()) {
+    out += fmt::format("quality    perplexity ratios to full attention of {}\n", r.quality_source);
+  }
   if (r.best) {
     const auto& b = r.cells[*r.best];
     out += fmt::format(
@@ -268,6 +330,25 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
           "           chosen over W = {}, S = {} (N* {:g}): their N* overlap over seeds (a tie), "
           "and this cell keeps more quality\n",
           r.cells.front().window, r.cells.front().sinks, r.cells.front().n_star_median);
+    }
+    if (r.best_quality && *r.best_quality != *r.best) {
+      const auto& q = r.cells[*r.best_quality];
+      out += fmt::format(
+          "quality    within {:g}% of the best N*: W = {}, S = {} (N* {:g}, {:.1f} s of "
+          "conversation{}) keeps the most quality\n",
+          100 * r.quality_within, q.window, q.sinks, q.n_star_median, window_seconds(base, q.window),
+          q.ppl_ratio ? fmt::format(", perplexity x{:.3f}", *q.ppl_ratio) : std::string());
+    }
+    if (b.unsettled_runs > 0) {
+      out += fmt::format(
+          "FLAGGED    {} of {} runs too short to settle ({}; N* is read over the last half): "
+          "raise horizon_s\n",
+          b.unsettled_runs, b.n_star.size(),
+          b.window_fill_s > base.horizon_s / 2
+              ? fmt::format("a window of {:.1f} s fills after half the {:g} s run",
+                            b.window_fill_s, base.horizon_s)
+              : fmt::format("the admission cap was still climbing in {} of them",
+                            b.climbing_runs));
     }
     if (load_limited(base, b)) {
       out += fmt::format(
@@ -287,6 +368,7 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
       verdict += " (tie with the top N*)";
     }
     if (load_limited(base, c)) verdict += "; N* = offered load";
+    if (c.unsettled_runs > 0) verdict += "; run too short to settle";
     out += fmt::format("{:>6} {:>6.1f} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window,
                        window_seconds(base, c.window), c.sinks, c.memory_cap, c.deadline_cap,
                        c.n_star_median, 100 * c.silent_fraction_mean,

@@ -105,4 +105,39 @@ grep -Eq '^FLAGGED    N\* [0-9]+ is the offered load \(nobody was turned away; 6
   fail "recommend: no offered-load flag: $(cat "$tmp/rec.txt")"
 grep -q "W = 480 tokens is 38.4 s of conversation" "$tmp/rec.txt" || fail "recommend: W in seconds: $(cat "$tmp/rec.txt")"
 
+# --- 8. recommend: where the quality floor came from, runs too short to settle, the best quality
+# within 5% of the best N*
+q() {  # q <model file> <text file> <model name>: a quality output with ratios for W 240, 960
+  cat <<JSON
+{"config": {"model": "$1", "text": "$2"}, "model": {"name": "$3"},
+ "perplexity": [{"window": null, "sinks": 0, "ppl_from": 10},
+  {"window": 240, "sinks": 0, "ppl_from": 14}, {"window": 240, "sinks": 16, "ppl_from": 11},
+  {"window": 960, "sinks": 0, "ppl_from": 12}, {"window": 960, "sinks": 16, "ppl_from": 10.5}]}
+JSON
+}
+q ../.cache/quality/smollm2-135m-instruct-q4_1.gguf ../.cache/quality/prideprejudice.txt "Smollm2 135M" >"$tmp/fig8q.json"
+q /models/my-7b.gguf /texts/calls.txt "My 7B" >"$tmp/myq.json"
+rec=(recommend --scenario "$src/scenarios/admission/moshi_h200_aimd_windowed.json" --windows 240,960
+  --sinks 0,16 --seeds 2 --quiet)
+"$bin" "${rec[@]}" --quality "$tmp/fig8q.json" --max-ppl-ratio 2 >"$tmp/rq.txt" 2>&1 || fail "recommend --quality"
+grep -q "^quality    perplexity ratios to full attention of SmolLM2-135M on Pride and Prejudice$" "$tmp/rq.txt" ||
+  fail "recommend: the shipped quality file is not named: $(cat "$tmp/rq.txt")"
+"$bin" "${rec[@]}" --quality "$tmp/myq.json" --max-ppl-ratio 2 --json >"$tmp/rq.json" 2>/dev/null || fail "recommend --json"
+$py - "$tmp/rq.json" <<'PY' || fail "recommend --json: quality source, best quality within 5%"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["quality_floor"]["source"] == "My 7B [my-7b.gguf] on calls.txt", j["quality_floor"]
+b, q = j["best"], j["best_quality_within"]
+assert j["quality_within_fraction"] == 0.05 and q is not None, j
+assert q["n_star_median"] >= 0.95 * b["n_star_median"] and q["ppl_ratio"] <= b["ppl_ratio"], (b, q)
+for c in j["cells"]:
+    if c["eligible"] and c["n_star_median"] >= 0.95 * b["n_star_median"]:
+        assert c["ppl_ratio"] >= q["ppl_ratio"], (c, q)
+PY
+"$bin" "${rec[@]}" --set horizon_s=60 >"$tmp/short.txt" 2>&1 || fail "recommend (60 s)"
+grep -Eq '^ +960 +76.8 .*run too short to settle' "$tmp/short.txt" ||
+  fail "recommend: a window filling after half the run is not flagged: $(cat "$tmp/short.txt")"
+grep -Eq '^FLAGGED    [0-9] of 2 runs too short to settle' "$tmp/short.txt" ||
+  fail "recommend: the best cell's short runs are not flagged: $(cat "$tmp/short.txt")"
+
 finish user_model_cli_test
