@@ -42,15 +42,17 @@ const std::vector<Field>& fields() {
       {"model.ffn_size", "-", "required", "gated MLP width (0: pure MoE)"},
       {"model.vocab_size", "-", "required", "embedding and output head rows"},
       {"model.kv_bytes_per_element", "B", "2", "KV element size (engine.kv_cache_dtype overrides)"},
-      {"model.weight_bytes", "B", "derived", "resident weights (derived from the shapes if absent)"},
+      {"model.weight_bytes", "B", "derived",
+       "resident weights (derived from the shapes if absent)"},
       {"model.weight_bytes_per_param", "B", "2", "for the derived weight_bytes"},
       {"model.experts", "-", "0", "MoE experts per layer"},
       {"model.experts_active", "-", "0", "MoE experts per token"},
       {"model.expert_ffn_size", "-", "0", "one expert's MLP width"},
       {"model.attention_bias", "-", "\"none\"", "none | qkv | all (derived weights)"},
       {"model.tie_word_embeddings", "-", "false", "output head shares the embeddings"},
-      {"model.max_context_tokens", "tokens", "0", "trained context (0: not stated); a window past "
-                                                  "it is a warning"},
+      {"model.max_context_tokens", "tokens", "0",
+       "trained context (0: not stated); a window past "
+       "it is a warning"},
       {"model.loaded_from", "-", "-", "written: the file a model came from"},
       {"model.notes", "-", "-", "written: every derived value"},
       {"gpu", "-", "required", "a shipped name (below) or PATH.json"},
@@ -71,11 +73,15 @@ const std::vector<Field>& fields() {
       {"engine.block_size", "tokens", "16", "tokens per KV block"},
       {"engine.gpu_memory_utilization", "-", "0.9", "fraction of memory_bytes for the engine"},
       {"engine.activation_reserve_bytes", "B", "2e9", "peak activations kept out of the pool"},
-      {"engine.num_gpu_blocks", "blocks", "sized", "explicit pool (vLLM's '# GPU blocks'); alias "
-                                                   "num_blocks"},
+      {"engine.num_gpu_blocks", "blocks", "sized",
+       "explicit pool (vLLM's '# GPU blocks'); alias "
+       "num_blocks"},
+      {"engine.num_blocks", "blocks", "sized", "alias of num_gpu_blocks (the resolved form)"},
+      {"engine.max_sessions_per_step", "sessions", "256", "old alias of max_num_seqs"},
       {"engine.max_num_seqs", "sessions", "256", "batch cap per step; alias max_sessions_per_step"},
-      {"engine.kv_cache_dtype", "-", "\"auto\"", "auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16 | "
-                                                 "float16"},
+      {"engine.kv_cache_dtype", "-", "\"auto\"",
+       "auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16 | "
+       "float16"},
       {"engine.exhaustion", "-", "\"stall\"", "stall | preempt_recompute (frame scheduler)"},
       {"engine.scheduler", "-", "\"frame\"", "frame | vllm_v1"},
       {"engine.max_num_batched_tokens", "tokens", "8192", "vllm_v1: token budget per step"},
@@ -99,20 +105,24 @@ const std::vector<Field>& fields() {
       {"workload.frame_period_s", "s", "0.08", "one frame per period per session"},
       {"workload.deadline_s", "s", "period", "a frame is on time within this (150 ms is 0.15)"},
       {"workload.input_tokens_per_frame", "tokens", "1", "prefilled in one pass"},
-      {"workload.output_tokens_per_frame", "tokens", "1", "first from the ingest pass, then one "
-                                                          "decode pass each"},
+      {"workload.output_tokens_per_frame", "tokens", "1",
+       "first from the ingest pass, then one "
+       "decode pass each"},
       {"workload.kv_tokens_per_frame", "tokens", "in + out", "appended to the KV per frame"},
-      {"workload.tokens_per_s_per_session", "tokens/s", "-", "sets kv_tokens_per_frame = rate x "
-                                                             "period"},
+      {"workload.tokens_per_s_per_session", "tokens/s", "-",
+       "sets kv_tokens_per_frame = rate x "
+       "period"},
       {"workload.prompt_tokens", "tokens", "0", "prefilled with the first frame"},
       {"workload.frame_jitter_s", "s", "0", "each frame released up to this late"},
-      {"cost_model.type", "-", "\"auto\"", "auto (the best the GPU has) | calibrated | "
-                                           "corrected_roofline | roofline | fixed"},
+      {"cost_model.type", "-", "\"auto\"",
+       "auto (the best the GPU has) | calibrated | "
+       "corrected_roofline | roofline | fixed"},
       {"cost_model.step_overhead_s", "s", "0.001", "scheduler and launch overhead per pass"},
       {"cost_model.file", "-", "\"\"", "calibrated: the calibration JSON"},
       {"admission.type", "-", "\"none\"", "none | static | aimd | gradient"},
-      {"admission.memory_guard", "-", "\"auto\"", "auto | on | off: refuse callers whose worst case "
-                                                  "does not fit"},
+      {"admission.memory_guard", "-", "\"auto\"",
+       "auto | on | off: refuse callers whose worst case "
+       "does not fit"},
       {"admission.join", "-", "\"arrival\"", "arrival | spread (phase-aware joining)"},
       {"admission.cap", "sessions", "required", "static: the cap"},
       {"admission.interval_s", "s", "1", "aimd, gradient: control interval"},
@@ -163,7 +173,8 @@ Run add_list(CLI::App& app) {
       "List the shipped models and GPUs (model=NAME, gpu=NAME), the built-in scenarios "
       "(--scenario), and every scenario field with its unit and default (--set KEY=VALUE)");
   return []() {
-    std::string out = "models     (--set model=NAME; or model=PATH.json, model=hf:PATH/config.json)\n";
+    std::string out =
+        "models     (--set model=NAME; or model=PATH.json, model=hf:PATH/config.json)\n";
     out += fmt::format("  {:<20} {:>6} {:>10} {:>11} {:>10}  {}\n", "name", "layers", "KV heads",
                        "KV/token", "weights", "experts");
     for (const auto& n : embedded_names("models")) {
@@ -188,7 +199,9 @@ Run add_list(CLI::App& app) {
       const std::string cost =
           !text_or(g, "measured_calibration", "").empty()
               ? "calibrated: " +
-                    std::filesystem::path(text_or(g, "measured_calibration", "")).filename().string() +
+                    std::filesystem::path(text_or(g, "measured_calibration", ""))
+                        .filename()
+                        .string() +
                     " (dense models; else corrected_roofline)"
           : rc != g.end() ? "corrected_roofline (fitted on " + text_or(*rc, "fitted_on", "?") + ")"
                           : std::string("roofline");

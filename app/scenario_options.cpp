@@ -1,8 +1,8 @@
 #include "app/scenario_options.h"
 
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "app/option_checks.h"
 #include "sim/cost/cost_model.h"

@@ -251,13 +251,15 @@ std::string quality_source(const std::string& path) {
   const std::string model_file = field("config", "model"), text_file = field("config", "text");
   auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
   // The pair scripts/fetch_quality_assets.sh fetches for figure 8.
-  if (base(model_file) == "smollm2-135m-instruct-q4_1.gguf" && base(text_file) == "prideprejudice.txt") {
+  if (base(model_file) == "smollm2-135m-instruct-q4_1.gguf" &&
+      base(text_file) == "prideprejudice.txt") {
     return "SmolLM2-135M on Pride and Prejudice";
   }
   const std::string name = field("model", "name");
   return fmt::format("{} on {}",
-                     name.empty() ? (model_file.empty() ? "an unnamed model" : base(model_file))
-                                  : name + (model_file.empty() ? "" : " [" + base(model_file) + "]"),
+                     name.empty()
+                         ? (model_file.empty() ? "an unnamed model" : base(model_file))
+                         : name + (model_file.empty() ? "" : " [" + base(model_file) + "]"),
                      text_file.empty() ? "an unnamed text" : base(text_file));
 }
 
@@ -321,10 +323,11 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
         "{:g}); memory cap {}, deadline cap {}; {:.2f}% of frames silent\n",
         b.window, b.sinks, b.n_star_median, b.n_star_p5, b.n_star_p95, b.memory_cap, b.deadline_cap,
         100 * b.silent_fraction_mean);
-    out += fmt::format("           W = {} tokens is {:.1f} s of conversation ({} KV tokens per {:g} s "
-                       "frame)\n",
-                       b.window, window_seconds(base, b.window), base.workload.kv_tokens(),
-                       base.workload.frame_period_s);
+    out += fmt::format(
+        "           W = {} tokens is {:.1f} s of conversation ({} KV tokens per {:g} s "
+        "frame)\n",
+        b.window, window_seconds(base, b.window), base.workload.kv_tokens(),
+        base.workload.frame_period_s);
     if (*r.best != 0) {
       out += fmt::format(
           "           chosen over W = {}, S = {} (N* {:g}): their N* overlap over seeds (a tie), "
@@ -336,7 +339,8 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
       out += fmt::format(
           "quality    within {:g}% of the best N*: W = {}, S = {} (N* {:g}, {:.1f} s of "
           "conversation{}) keeps the most quality\n",
-          100 * r.quality_within, q.window, q.sinks, q.n_star_median, window_seconds(base, q.window),
+          100 * r.quality_within, q.window, q.sinks, q.n_star_median,
+          window_seconds(base, q.window),
           q.ppl_ratio ? fmt::format(", perplexity x{:.3f}", *q.ppl_ratio) : std::string());
     }
     if (b.unsettled_runs > 0) {
@@ -345,14 +349,14 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
           "raise horizon_s\n",
           b.unsettled_runs, b.n_star.size(),
           b.window_fill_s > base.horizon_s / 2
-              ? fmt::format("a window of {:.1f} s fills after half the {:g} s run",
-                            b.window_fill_s, base.horizon_s)
-              : fmt::format("the admission cap was still climbing in {} of them",
-                            b.climbing_runs));
+              ? fmt::format("a window of {:.1f} s fills after half the {:g} s run", b.window_fill_s,
+                            base.horizon_s)
+              : fmt::format("the admission cap was still climbing in {} of them", b.climbing_runs));
     }
     if (load_limited(base, b)) {
       out += fmt::format(
-          "FLAGGED    N* {:g} is the offered load (nobody was turned away; {:g} sessions at once by "
+          "FLAGGED    N* {:g} is the offered load (nobody was turned away; {:g} sessions at once "
+          "by "
           "the end): the load, not the GPU, limits it; raise workload.arrival.sessions (or the "
           "rate) to measure capacity\n",
           b.n_star_median, offered_sessions(base));
@@ -369,11 +373,11 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
     }
     if (load_limited(base, c)) verdict += "; N* = offered load";
     if (c.unsettled_runs > 0) verdict += "; run too short to settle";
-    out += fmt::format("{:>6} {:>6.1f} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window,
-                       window_seconds(base, c.window), c.sinks, c.memory_cap, c.deadline_cap,
-                       c.n_star_median, 100 * c.silent_fraction_mean,
-                       c.ppl_ratio ? fmt::format("{:.3f}", *c.ppl_ratio) : std::string("-"),
-                       verdict);
+    out +=
+        fmt::format("{:>6} {:>6.1f} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window,
+                    window_seconds(base, c.window), c.sinks, c.memory_cap, c.deadline_cap,
+                    c.n_star_median, 100 * c.silent_fraction_mean,
+                    c.ppl_ratio ? fmt::format("{:.3f}", *c.ppl_ratio) : std::string("-"), verdict);
   }
   return out;
 }

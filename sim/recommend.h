@@ -51,7 +51,7 @@ struct RecommendCell {
   // still climbing when the run ended).
   int64_t unsettled_runs = 0;
   int64_t climbing_runs = 0;  // of those, the cap still climbing
-  double window_fill_s = 0;  // when a session's sinks + window are full
+  double window_fill_s = 0;   // when a session's sinks + window are full
   std::optional<double> ppl_ratio;
   bool eligible = false;  // meets the quality floor and every run is clean
   std::string why_not;

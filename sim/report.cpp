@@ -204,17 +204,18 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
     for (const auto& n : m.notes) o << "  derived  " << n << "\n";
   }
   if (p.pool.overridden) {
-    o << fmt::format("memory     engine.num_gpu_blocks = {} given (vLLM's \"# GPU blocks\"): the "
-                     "sizing rule is not used\n",
-                     p.pool.num_blocks);
+    o << fmt::format(
+        "memory     engine.num_gpu_blocks = {} given (vLLM's \"# GPU blocks\"): the "
+        "sizing rule is not used\n",
+        p.pool.num_blocks);
   } else {
     o << fmt::format(
         "memory     {} {:.2f} GB{} x {:.2f} - {:.2f} GB weights - {:.2f} GB activations = {:.2f} "
         "GB for KV\n",
         s.gpu.name, s.gpu.memory_bytes / 1e9,
-        s.gpu.memory_source.empty() ? std::string()
-                                    : fmt::format(" as the device reports it ({:.0f} MiB)",
-                                                  s.gpu.memory_bytes / (1 << 20)),
+        s.gpu.memory_source.empty()
+            ? std::string()
+            : fmt::format(" as the device reports it ({:.0f} MiB)", s.gpu.memory_bytes / (1 << 20)),
         s.engine.gpu_memory_utilization, s.model.weight_bytes / 1e9,
         s.engine.activation_reserve_bytes / 1e9, p.pool.usable_bytes / 1e9);
   }

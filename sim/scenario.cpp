@@ -321,8 +321,8 @@ WorkloadConfig parse_workload(JsonSection w) {
 
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  c.type = m.one_of("type", "auto",
-                    {"auto", "roofline", "corrected_roofline", "calibrated", "fixed"});
+  c.type =
+      m.one_of("type", "auto", {"auto", "roofline", "corrected_roofline", "calibrated", "fixed"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   if (c.type == "fixed" && !(c.step_overhead_s > 0))
     m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
@@ -399,7 +399,8 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
   }
   const auto engine = j.find("engine");
   if (s.engine.scheduler == "frame" && engine != j.end() && engine->is_object() &&
-      engine->contains("max_num_batched_tokens") && !(*engine)["max_num_batched_tokens"].is_null()) {
+      engine->contains("max_num_batched_tokens") &&
+      !(*engine)["max_num_batched_tokens"].is_null()) {
     out.push_back(fmt::format(
         "engine.max_num_batched_tokens {} is ignored by engine.scheduler \"frame\", which serves "
         "whole frames of up to engine.max_num_seqs sessions per step; set engine.scheduler=vllm_v1 "
@@ -665,8 +666,8 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
       j["name"] = name;
     }
     if (!comment_set && j.contains("comment") && j["comment"].is_string()) {
-      j["comment"] = j["comment"].get<std::string>() + " [--set workload.arrival.sessions=" +
-                     new_n->dump() + ": " + old_n->dump() +
+      j["comment"] = j["comment"].get<std::string>() +
+                     " [--set workload.arrival.sessions=" + new_n->dump() + ": " + old_n->dump() +
                      " callers in this comment are now " + new_n->dump() + "]";
     }
   }

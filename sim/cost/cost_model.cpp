@@ -1,11 +1,11 @@
 #include "sim/cost/cost_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
@@ -30,8 +30,7 @@ void choose_cost_model(Scenario& s) {
   if (const std::string& file = s.gpu.measured_calibration; !file.empty()) {
     try {
       if (s.model.experts > 0) {
-        throw ConfigError(
-            "its per-op scaling does not cover experts (model " + s.model.name + ")");
+        throw ConfigError("its per-op scaling does not cover experts (model " + s.model.name + ")");
       }
       Calibration c = read_calibration(file);
       if (c.model_name != s.model.name) {
@@ -63,9 +62,8 @@ void choose_cost_model(Scenario& s) {
         s.gpu.name, passed, s.gpu.roofline_correction.fitted_on);
   } else {
     s.cost_model.type = "roofline";
-    s.cost_model.chosen = fmt::format(
-        "roofline (the best {} has: {}, and no roofline_correction)",
-        s.gpu.name, passed);
+    s.cost_model.chosen = fmt::format("roofline (the best {} has: {}, and no roofline_correction)",
+                                      s.gpu.name, passed);
   }
 }
 

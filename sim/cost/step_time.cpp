@@ -7,8 +7,8 @@
 
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
-#include "sim/cost/pass_shape.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
+#include "sim/cost/pass_shape.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/pool_sizing.h"
 #include "sim/scenario.h"

@@ -87,7 +87,9 @@ done
 # Every field of a resolved scenario (several shapes of one) is listed, with a unit and a default.
 for args in "" "--scenario $src/scenarios/admission/moshi_h200_aimd_windowed.json --set engine.scheduler=vllm_v1" \
   "--set admission.type=gradient --set workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1} --set workload.duration={\"type\":\"lognormal\",\"median_s\":60,\"sigma\":1}" \
-  "--set model=hf:$src/tests/sim/hf_configs/qwen2.5-14b/config.json --set admission.type=static --set admission.cap=5"; do
+  "--set model=hf:$src/tests/sim/hf_configs/qwen2.5-14b/config.json --set admission.type=static --set admission.cap=5" \
+  "--scenario $src/scenarios/calibrated/tiny_cpu_windowed.json" \
+  "--set engine.num_gpu_blocks=5000 --set kv_policy.type=windowed --set kv_policy.window_tokens=480"; do
   # shellcheck disable=SC2086
   "$bin" predict --json $args 2>/dev/null >"$tmp/f.json" || fail "predict $args"
   $py - "$tmp/f.json" "$tmp/list.txt" <<'PY' || fail "list misses fields of predict $args"

@@ -35,10 +35,9 @@ TEST(StepTime, ConvertsInRangeAndRefusesTheRest) {
   for (double bad : {3600.5, 1e10, 1e20, -1.0, std::numeric_limits<double>::infinity(),
                      std::numeric_limits<double>::quiet_NaN()}) {
     // The label of the default cost model (the corrected roofline on the H200).
-    EXPECT_NE(error_of([&] {
-                step_duration(bad, *m);
-              }).find(m->label() + ": an engine step would take"),
-              std::string::npos)
+    EXPECT_NE(
+        error_of([&] { step_duration(bad, *m); }).find(m->label() + ": an engine step would take"),
+        std::string::npos)
         << bad;
   }
 }
