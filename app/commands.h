@@ -18,5 +18,6 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // app/calibrate_comman
 Run add_replay(CLI::App& app);                           // app/replay_command.cpp
 Run add_quality(CLI::App& app);                          // app/quality_command.cpp
 Run add_admit(CLI::App& app);                            // app/admit_command.cpp
+Run add_list(CLI::App& app);                             // app/list_command.cpp
 
 }  // namespace metronome::cli

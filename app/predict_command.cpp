@@ -26,9 +26,12 @@ Run add_predict(CLI::App& app) {
       nlohmann::json j = {{"metronome_version", version_string()},
                           {"scenario", to_json(s)},
                           {"prediction", prediction_json(s, p)}};
+      if (!s.warnings.empty()) j["warnings"] = s.warnings;
+      if (!s.cost_model.chosen.empty()) j["cost_model_chosen"] = s.cost_model.chosen;
       std::cout << output_text(j) << "\n";
     } else {
-      std::cout << prediction_text(s, p);
+      std::cout << prediction_text(s, p) << frame_passes_text(s, p) << cost_model_choice(s)
+                << cost_model_spread(s, p);
     }
     return 0;
   };

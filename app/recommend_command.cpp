@@ -27,6 +27,7 @@ Run add_recommend(CLI::App& app) {
     int64_t min_window = 0, min_sinks = 0;
     std::string quality;
     double max_ppl_ratio = 0;
+    double quality_within_pct = 5;
     int jobs = 1;
   };
   auto o = std::make_shared<Options>();
@@ -53,6 +54,11 @@ Run add_recommend(CLI::App& app) {
                   "Quality floor: the largest perplexity ratio to full attention acceptable "
                   "(needs --quality)")
       ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--quality-within", o->quality_within_pct,
+                  "Also show the eligible (W, S) of best quality (lowest perplexity ratio, else "
+                  "the most tokens kept) whose N* is within this percentage of the best N* "
+                  "(default 5)")
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("-j,--jobs", o->jobs, "Worker threads (default 1); results do not depend on it")
       ->check(CLI::Range(1, 256));
   return [o]() {
@@ -74,7 +80,11 @@ Run add_recommend(CLI::App& app) {
       if (o->quality.empty()) throw ConfigError("--max-ppl-ratio: needs --quality FILE");
       spec.max_ppl_ratio = o->max_ppl_ratio;
     }
-    if (!o->quality.empty()) spec.ppl_ratio = read_ppl_ratios(o->quality);
+    if (!o->quality.empty()) {
+      spec.ppl_ratio = read_ppl_ratios(o->quality);
+      spec.quality_source = quality_source(o->quality);
+    }
+    spec.quality_within = o->quality_within_pct / 100;
     const Recommendation r = recommend(s, spec);
     if (o->scenario.json) {
       std::cout << output_text(recommend_json(s, spec, r)) << "\n";

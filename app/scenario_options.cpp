@@ -1,6 +1,12 @@
 #include "app/scenario_options.h"
 
+#include <fmt/format.h>
+
+#include <iostream>
+
 #include "app/option_checks.h"
+#include "sim/cost/cost_model.h"
+#include "sim/service_rate.h"
 
 namespace metronome::cli {
 
@@ -22,7 +28,42 @@ void ScenarioOptions::add_to(CLI::App& app) {
 Scenario ScenarioOptions::load() const {
   std::vector<std::string> all = sets;
   if (seed) all.push_back("seed=" + std::to_string(*seed));
-  return load_scenario(scenario, all);
+  Scenario s = load_scenario(scenario, all);
+  // Loud: a warning is a value that was accepted but probably not meant.
+  for (const auto& w : s.warnings) std::cerr << "metronome: warning: " << w << "\n";
+  return s;
+}
+
+std::string cost_model_choice(const Scenario& s) {
+  if (s.cost_model.chosen.empty()) return "";
+  return "chosen     cost model " + s.cost_model.chosen + "\n";
+}
+
+std::string cost_model_spread(const Scenario& s, const FirstOrderPrediction& p) {
+  std::vector<std::string> types = {"roofline"};
+  if (s.gpu.roofline_correction.present) types.push_back("corrected_roofline");
+  if (s.cost_model.type == "calibrated") types.push_back("calibrated");
+  if (types.size() < 2) return "";
+  std::string line;
+  double lo = 0, hi = 0;
+  ServiceCheck any;
+  for (const auto& t : types) {
+    Scenario v = s;
+    v.cost_model.type = t;
+    const ServiceCheck c = check_service(v, p, *make_unchecked_cost_model(v));
+    any = c;
+    lo = line.empty() ? c.work_s : std::min(lo, c.work_s);
+    hi = line.empty() ? c.work_s : std::max(hi, c.work_s);
+    line += fmt::format("{}{} {:.1f} ms{}", line.empty() ? "" : ", ", t, c.work_s * 1e3,
+                        t == s.cost_model.type ? " (used)" : "");
+  }
+  return fmt::format(
+      "spread     one period's frames of {} sessions at {} cached tokens: {}; {:.2f}x apart{}\n",
+      any.sessions, any.context, line, lo > 0 ? hi / lo : 0.0,
+      (lo <= any.period_s) != (hi <= any.period_s)
+          ? fmt::format(": whether the engine keeps up with the {:.0f} ms period depends on it",
+                        any.period_s * 1e3)
+          : "");
 }
 
 }  // namespace metronome::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/first_order.h"
 #include "sim/scenario.h"
 
 namespace metronome::cli {
@@ -19,5 +20,13 @@ struct ScenarioOptions {
   void add_to(CLI::App& app);
   Scenario load() const;
 };
+
+// One line for predict and simulate: one period's frames priced by each cost model the GPU has
+// (the raw datasheet roofline, the roofline corrected to measured kernel times, and the scenario's
+// calibration), so a user sees how far the answer moves with the choice.
+std::string cost_model_spread(const Scenario& s, const FirstOrderPrediction& p);
+// Where the scenario named no cost model: which one was chosen and why (choose_cost_model), as a
+// summary line; empty otherwise.
+std::string cost_model_choice(const Scenario& s);
 
 }  // namespace metronome::cli

@@ -8,6 +8,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/metrics_writer.h"
 #include "sim/output_dir.h"
 #include "sim/output_file.h"
 #include "sim/output_number.h"
@@ -27,6 +28,7 @@ Run add_simulate(CLI::App& app) {
     ScenarioOptions scenario;
     std::string out;
     std::string trace;
+    std::string metrics;
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
@@ -37,6 +39,11 @@ Run add_simulate(CLI::App& app) {
   cmd->add_option(
       "--trace", o->trace,
       "Write a Chrome/Perfetto trace (JSON) of engine steps, stalls and pool occupancy");
+  cmd->add_option(
+      "--metrics", o->metrics,
+      "Write the run's time series (one sample per output.sample_period_s) as Prometheus text "
+      "under vLLM's names: vllm:kv_cache_usage_perc, vllm:num_requests_running, "
+      "vllm:num_requests_waiting, vllm:num_preemptions_total; timestamps in ms from the start");
   return [o]() {
     const Scenario s = o->scenario.load();
     auto prediction = predict_first_order(s);
@@ -47,12 +54,17 @@ Run add_simulate(CLI::App& app) {
     std::unique_ptr<OutputDir> out;
     std::unique_ptr<TimeSeriesWriter> series;
     std::unique_ptr<TraceWriter> trace;
+    std::unique_ptr<MetricsWriter> metrics;
     if (!o->out.empty()) {
       // The old summary.json goes first: until the new one is written the folder is incomplete.
       out = std::make_unique<OutputDir>(o->out, "--out",
                                         std::vector<std::string>{"summary.json", "scenario.json"});
       series = std::make_unique<TimeSeriesWriter>(out->file("timeseries.csv"));
       observers.add(series.get());
+    }
+    if (!o->metrics.empty()) {
+      metrics = std::make_unique<MetricsWriter>(o->metrics, s.model.name);
+      observers.add(metrics.get());
     }
     if (!o->trace.empty()) {
       // The trace is opened (truncated) before the run: never over one of the run's inputs.
@@ -68,8 +80,10 @@ Run add_simulate(CLI::App& app) {
     }
     Engine engine(s, *cost, prediction.pool, observers.empty() ? nullptr : &observers);
     const RunResult r = engine.run();
-    const auto j = run_json(s, prediction, r, cost->label());
+    auto j = run_json(s, prediction, r, cost->label());
+    if (!s.cost_model.chosen.empty()) j["cost_model_chosen"] = s.cost_model.chosen;
     if (trace) trace->close();
+    if (metrics) metrics->close();
     if (out) {
       series->close();
       write_file_atomically(out->file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
@@ -78,7 +92,8 @@ Run add_simulate(CLI::App& app) {
     if (o->scenario.json) {
       std::cout << output_text(j) << "\n";
     } else {
-      std::cout << run_text(s, prediction, r, cost->label());
+      std::cout << run_text(s, prediction, r, cost->label()) << cost_model_choice(s)
+                << cost_model_spread(s, prediction);
     }
     return 0;
   };

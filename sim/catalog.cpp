@@ -20,6 +20,12 @@ std::optional<std::string_view> embedded_scenario_file(std::string_view relpath)
   return std::nullopt;
 }
 
+std::vector<std::string> embedded_scenario_paths() {
+  std::vector<std::string> paths;
+  for (const auto& f : kEmbeddedScenarioFiles) paths.emplace_back(f.path);
+  return paths;
+}
+
 std::vector<std::string> embedded_names(std::string_view kind) {
   std::vector<std::string> names;
   const std::string prefix = std::string(kind) + "/";

@@ -21,5 +21,7 @@ nlohmann::json find_catalog_entry(std::string_view kind, const std::string& name
 // Embedded copy of scenarios/<relpath>, if it was shipped.
 std::optional<std::string_view> embedded_scenario_file(std::string_view relpath);
 std::vector<std::string> embedded_names(std::string_view kind);
+// Every embedded file, as its path under scenarios/ ("canonical/moshi_h200_windowed.json").
+std::vector<std::string> embedded_scenario_paths();
 
 }  // namespace metronome

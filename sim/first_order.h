@@ -22,6 +22,13 @@ struct ServiceCheck {
   double period_s = 0;   // frame period
   double work_s = 0;     // engine time to serve one frame of every session at that context
   bool keeps_up = true;  // work_s <= period_s
+  // The first step of that period, pass by pass (the frame scheduler's FramePasses): a frame's
+  // first output token comes at the end of the ingest pass, each further one a decode pass later,
+  // so once its step starts a frame takes ttft_s + decode_passes x tpot_s (queueing comes before).
+  int64_t step_sessions = 0;     // sessions in that step (at most engine.max_num_seqs)
+  double ttft_s = 0;             // the ingest pass (time to first token within the step)
+  std::optional<double> tpot_s;  // one decode pass (time per output token); null: one token
+  int64_t decode_passes = 0;     // output_tokens_per_frame - 1
   // Callers all at once, unbounded KV: frames served at the service rate, whole blocks. Null
   // otherwise, or when the pool does not fill within the horizon.
   std::optional<double> t_sat_service_limited_s;

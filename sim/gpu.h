@@ -25,10 +25,17 @@ struct RooflineCorrection {
 
 struct GpuConfig {
   std::string name;
-  double memory_bytes = 0;  // HBM capacity
+  // Total memory as the device reports it (nvidia-smi memory.total, MiB x 2^20), which is what
+  // vLLM multiplies by gpu_memory_utilization, not the datasheet's decimal "GB".
+  double memory_bytes = 0;
+  std::string memory_source;  // where memory_bytes was read, and how sure it is
   double memory_bandwidth_bytes_per_s = 0;
   double bf16_flops = 0;  // dense, not the sparse datasheet figure
   RooflineCorrection roofline_correction;
+  // A measured calibration of this GPU (an absolute path once the file is resolved; empty: none).
+  // cost_model.type "auto" prices steps with it, scaled to the scenario's model where the file
+  // says how (sim/cost/cost_model.h: choose_cost_model).
+  std::string measured_calibration;
 };
 
 }  // namespace metronome

@@ -82,8 +82,20 @@ nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::strin
   if (s.has("num_key_value_heads")) {
     kv_heads = s.integer("num_key_value_heads", std::nullopt, 1, 100000);
   } else {
-    notes.push_back("num_key_value_heads absent: " + std::to_string(heads) +
-                    " (multi-head attention, as transformers assumes)");
+    // Full multi-head attention has heads / kv_heads times the KV of a GQA model: a missing or
+    // misspelt field moves the pool by that factor, so it is a warning, not an info line.
+    std::string near;
+    for (const auto& item : c.items()) {
+      const std::string& k = item.key();
+      if (k.find("key_value") != std::string::npos || k.find("kv_head") != std::string::npos) {
+        near += (near.empty() ? "" : ", ") + k;
+      }
+    }
+    notes.push_back("WARNING: num_key_value_heads absent: " + std::to_string(heads) +
+                    " KV heads assumed (multi-head attention, as transformers assumes), the "
+                    "most KV per token a model of these shapes can have" +
+                    (near.empty() ? std::string()
+                                  : "; the config has " + near + ": a misspelt num_key_value_heads?"));
   }
   int64_t head_dim = 0;
   if (s.has("head_dim")) {
@@ -220,6 +232,9 @@ nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::strin
   m["expert_ffn_size"] = expert_ffn;
   m["attention_bias"] = bias;
   m["tie_word_embeddings"] = tied;
+  if (s.has("max_position_embeddings")) {
+    m["max_context_tokens"] = s.integer("max_position_embeddings", std::nullopt, 1, 1'000'000'000);
+  }
   m["notes"] = notes;
   return m;
 }

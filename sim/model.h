@@ -27,6 +27,8 @@ struct ModelConfig {
   bool tie_word_embeddings = false;     // the output head shares the embedding matrix
   // Where a description given by path (model=PATH.json, model=hf:PATH) came from, and what was
   // derived on import; empty for a shipped model given by name.
+  // Longest context the model was trained for (max_position_embeddings); 0 when not stated.
+  int64_t max_context_tokens = 0;
   std::string loaded_from;
   std::vector<std::string> notes;
 

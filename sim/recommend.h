@@ -26,6 +26,12 @@ struct RecommendSpec {
   // no measured quality and are not recommended when max_ppl_ratio is set.
   std::vector<std::pair<std::pair<int64_t, int64_t>, double>> ppl_ratio;
   std::optional<double> max_ppl_ratio;
+  // Where the perplexity ratios came from, said beside the floor ("SmolLM2-135M on Pride and
+  // Prejudice"; quality_source() reads it from the file); empty without --quality.
+  std::string quality_source;
+  // The best-quality option: the eligible cell of best quality whose median N* is within this
+  // fraction of the best cell's.
+  double quality_within = 0.05;
   double fraction = 0;  // deadline-cap fraction; 0: admission.high_fraction
   int jobs = 1;
   bool progress = false;  // on stderr (sim/progress.h)
@@ -38,6 +44,14 @@ struct RecommendCell {
   double n_star_median = 0, n_star_p5 = 0, n_star_p95 = 0;
   double silent_fraction_mean = 0;
   int64_t flagged_runs = 0;
+  // Runs in which admission turned nobody away: N* there measures the offered load, not capacity.
+  int64_t unrejected_runs = 0;
+  // Runs too short to settle, whose N* is not a steady state: the window (S + W) fills after half
+  // the horizon (N* is read over the last half), or an adaptive cap never met congestion (it was
+  // still climbing when the run ended).
+  int64_t unsettled_runs = 0;
+  int64_t climbing_runs = 0;  // of those, the cap still climbing
+  double window_fill_s = 0;   // when a session's sinks + window are full
   std::optional<double> ppl_ratio;
   bool eligible = false;  // meets the quality floor and every run is clean
   std::string why_not;
@@ -46,6 +60,11 @@ struct RecommendCell {
 struct Recommendation {
   std::vector<RecommendCell> cells;  // ranked: eligible first, then by median N*
   std::optional<size_t> best;        // index into cells
+  // The eligible cell of best quality with median N* >= (1 - quality_within) x the best's; may be
+  // the best itself.
+  std::optional<size_t> best_quality;
+  double quality_within = 0.05;  // the spec's
+  std::string quality_source;    // the spec's
 };
 
 Recommendation recommend(const Scenario& base, const RecommendSpec& spec);
@@ -53,6 +72,9 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec);
 // ConfigError naming the file and field when it is not one.
 std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(
     const std::string& path);
+// The model and text a `metronome quality --json` file measured, in words: the shipped figure 8
+// pair as "SmolLM2-135M on Pride and Prejudice", any other as its model name and file names.
+std::string quality_source(const std::string& path);
 nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
                               const Recommendation& r);
 std::string recommend_text(const Scenario& base, const Recommendation& r);

@@ -73,9 +73,24 @@ json admission_json(const AdmissionSummary& a) {
 std::string secs(const std::optional<double>& v) {
   return v ? fmt::format("{:.2f} s", *v) : std::string("never (within the horizon)");
 }
+// Three significant digits: the histogram's bins are 2^(1/64) wide (about 1.1%), so a fourth digit
+// would be the bin's centre, not the data.
 std::string ms(double v) {
   if (std::isnan(v)) return "none (no frames)";
-  return std::isfinite(v) ? fmt::format("{:.1f} ms", v * 1e3) : "censored";
+  if (!std::isfinite(v)) return "censored";
+  const double x = v * 1e3;
+  if (x >= 1000) return fmt::format("{:.0f} ms", std::round(x / 10) * 10);
+  if (x >= 100) return fmt::format("{:.0f} ms", x);
+  if (x >= 10) return fmt::format("{:.1f} ms", x);
+  return fmt::format("{:.2f} ms", x);
+}
+// A percentile of frames that met the deadline, printed as at most the deadline when its bin's
+// centre lies past it (the bin straddles the deadline): p50 1008 ms with no misses reads wrong.
+std::string ms_within(double v, double p, double on_time_fraction, double deadline_s) {
+  if (std::isfinite(v) && v > deadline_s && on_time_fraction >= p) {
+    return "<= " + ms(deadline_s);
+  }
+  return ms(v);
 }
 double frac(int64_t a, int64_t b) {
   return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
@@ -114,6 +129,10 @@ json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
                     {"frame_period_ms", c.period_s * 1e3},
                     {"work_per_period_ms", c.work_s * 1e3},
                     {"keeps_up", c.keeps_up},
+                    {"step_sessions", c.step_sessions},
+                    {"ttft_ms", c.ttft_s * 1e3},
+                    {"tpot_ms", c.tpot_s ? json(*c.tpot_s * 1e3) : json()},
+                    {"decode_passes", c.decode_passes},
                     {"t_sat_service_limited_s", opt(c.t_sat_service_limited_s)}};
   }
   return j;
@@ -159,9 +178,11 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
       {{"t_sat_error_vs_blocks", opt(relative_error(r.first_stall_s, p.t_sat_blocks_s))},
        {"t_sat_error_vs_continuous", opt(relative_error(r.first_stall_s, p.t_sat_continuous_s))},
        {"pool_peak_fraction", frac(r.peak_pool_blocks, p.pool.num_blocks)}});
-  return {{"metronome_version", version_string()}, {"cost_model", cost_label},
-          {"deadline_ms", deadline * 1e3},         {"scenario", to_json(s)},
-          {"prediction", prediction_json(s, p)},   {"result", result}};
+  json j = {{"metronome_version", version_string()}, {"cost_model", cost_label},
+            {"deadline_ms", deadline * 1e3},         {"scenario", to_json(s)},
+            {"prediction", prediction_json(s, p)},   {"result", result}};
+  if (!s.warnings.empty()) j["warnings"] = s.warnings;
+  return j;
 }
 
 std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
@@ -182,6 +203,22 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
                 : std::string(),
         m.vocab_size, m.weight_bytes / 1e9);
     for (const auto& n : m.notes) o << "  derived  " << n << "\n";
+  }
+  if (p.pool.overridden) {
+    o << fmt::format(
+        "memory     engine.num_gpu_blocks = {} given (vLLM's \"# GPU blocks\"): the "
+        "sizing rule is not used\n",
+        p.pool.num_blocks);
+  } else {
+    o << fmt::format(
+        "memory     {} {:.2f} GB{} x {:.2f} - {:.2f} GB weights - {:.2f} GB activations = {:.2f} "
+        "GB for KV\n",
+        s.gpu.name, s.gpu.memory_bytes / 1e9,
+        s.gpu.memory_source.empty()
+            ? std::string()
+            : fmt::format(" as the device reports it ({:.0f} MiB)", s.gpu.memory_bytes / (1 << 20)),
+        s.engine.gpu_memory_utilization, s.model.weight_bytes / 1e9,
+        s.engine.activation_reserve_bytes / 1e9, p.pool.usable_bytes / 1e9);
   }
   o << fmt::format(
       "pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
@@ -215,6 +252,25 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
   return o.str();
 }
 
+std::string frame_passes_text(const Scenario& s, const FirstOrderPrediction& p) {
+  if (!p.service) return "";
+  const ServiceCheck& c = *p.service;
+  const double step = c.ttft_s + static_cast<double>(c.decode_passes) * c.tpot_s.value_or(0);
+  const std::string where = fmt::format(
+      "a step of {} sessions at {} cached tokens{}; waiting for the step comes on top",
+      c.step_sessions, c.context,
+      s.engine.scheduler == "vllm_v1" ? ", priced as the frame scheduler's passes" : "");
+  if (!c.tpot_s) {
+    return fmt::format(
+        "per frame  TTFT {:.3g} ms once its step starts, its only output token ({})\n",
+        c.ttft_s * 1e3, where);
+  }
+  return fmt::format(
+      "per frame  TTFT {:.3g} ms, then {} x {:.3g} ms per output token = {:.3g} ms once its step "
+      "starts ({})\n",
+      c.ttft_s * 1e3, c.decode_passes, *c.tpot_s * 1e3, step * 1e3, where);
+}
+
 std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
                      const std::string& cost_label) {
   std::ostringstream o;
@@ -236,16 +292,32 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
                        err(p.service->t_sat_service_limited_s));
     }
   }
+  // Silent: no output by silence_after_s, so the serving layer sent silence. Of those, some got
+  // their output later (late) and some never did before the caller left or the run ended.
+  const int64_t never = std::max<int64_t>(0, r.frames_due - r.frames_served);
+  const int64_t late = std::max<int64_t>(0, r.frames_silent - never);
   o << fmt::format(
-      "frames     {} due, {} served, {} silent; deadline misses: {} reported, {} true; goodput "
-      "{:.1f} frames/s on time\n",
+      "frames     {} due, {} served, {} silent ({} answered late, {} never answered); deadline "
+      "misses: {} reported, {} true; goodput {:.1f} frames/s on time\n",
       r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
+      pct(frac(late, r.frames_due)), pct(frac(never, r.frames_due)),
       pct(frac(r.frames_reported_late, r.frames_due)),
       pct(frac(r.frames_due - r.frames_on_time, r.frames_due)), goodput(r.frames_on_time, r.end_s));
-  o << fmt::format(
-      "latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
-      ms(r.reported_latency.output_percentile(0.5)), ms(r.reported_latency.output_percentile(0.99)),
-      ms(r.true_latency.output_percentile(0.5)), ms(r.true_latency.output_percentile(0.99)));
+  const double dl = s.workload.deadline();
+  const double reported_ok = 1 - frac(r.frames_reported_late, r.frames_due);
+  const double true_ok = frac(r.frames_on_time, r.frames_due);
+  const double r50 = r.reported_latency.output_percentile(0.5);
+  const double r99 = r.reported_latency.output_percentile(0.99);
+  const double t50 = r.true_latency.output_percentile(0.5);
+  const double t99 = r.true_latency.output_percentile(0.99);
+  o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
+                   ms_within(r50, 0.5, reported_ok, dl), ms_within(r99, 0.99, reported_ok, dl),
+                   ms_within(t50, 0.5, true_ok, dl), ms_within(t99, 0.99, true_ok, dl));
+  o << frame_passes_text(s, p);
+  if (std::isfinite(t50) && std::isfinite(t99) && t50 == t99 && r.true_latency.count() > 100) {
+    o << "           p50 = p99: nearly every frame waits the same time (callers on a few phases "
+         "of the period, served in the same steps); admission.join=spread spreads them\n";
+  }
   if (r.admission.capped) {
     const auto& a = r.admission;
     std::string flags;

@@ -19,6 +19,9 @@ nlohmann::json run_json(const Scenario& s, const FirstOrderPrediction& p, const 
                         const std::string& cost_label);
 
 std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p);
+// TTFT and time per output token of one frame once its step starts (p.service), one line; empty
+// without a service check.
+std::string frame_passes_text(const Scenario& s, const FirstOrderPrediction& p);
 std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
                      const std::string& cost_label);
 

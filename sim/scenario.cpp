@@ -11,6 +11,7 @@
 #include "sim/catalog.h"
 #include "sim/config_error.h"
 #include "sim/config_limits.h"
+#include "sim/cost/cost_model.h"
 #include "sim/hf_config.h"
 #include "sim/json_file.h"
 #include "sim/json_section.h"
@@ -28,6 +29,22 @@ std::string base_dir_of(const std::string& path) {
 
 ModelConfig parse_model(JsonSection m);
 GpuConfig parse_gpu(JsonSection g);
+
+// A GPU file's measured_calibration is relative to that file; the built-in copy of a shipped one
+// is relative to where it was shipped from (the source tree this binary was built from). Made
+// absolute, so the resolved scenario still finds it.
+void resolve_measured_calibration(nlohmann::json& gpu, const std::string& file) {
+  auto f = gpu.find("measured_calibration");
+  if (f == gpu.end() || !f->is_string() || f->get<std::string>().empty()) return;
+  std::filesystem::path p(f->get<std::string>());
+  if (p.is_absolute()) return;
+  const std::string builtin = "(built-in) scenarios/";
+  const std::filesystem::path dir =
+      file.rfind(builtin, 0) == 0
+          ? std::filesystem::path(METRONOME_SCENARIOS_DIR) / file.substr(builtin.size())
+          : std::filesystem::path(file);
+  *f = std::filesystem::absolute(dir.parent_path() / p).lexically_normal().string();
+}
 
 // A model or GPU is given by name (a shipped description, or one added beside the scenarios), by
 // path (anything with a '/' or ending in .json: relative to the scenario file, or to the working
@@ -73,6 +90,7 @@ void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view
     (void)parse_model(JsonSection(entry, file, ""));
   } else {
     (void)parse_gpu(JsonSection(entry, file, ""));
+    resolve_measured_calibration(entry, file);
   }
   *it = std::move(entry);
 }
@@ -105,6 +123,7 @@ ModelConfig parse_model(JsonSection m) {
   c.expert_ffn_size = m.integer("expert_ffn_size", 0, 0, 100'000'000);
   c.attention_bias = m.one_of("attention_bias", c.attention_bias, {"none", "qkv", "all"});
   c.tie_word_embeddings = m.boolean("tie_word_embeddings", false);
+  c.max_context_tokens = m.integer("max_context_tokens", 0, 0, 1'000'000'000);
   if (m.has("weight_bytes")) {
     c.weight_bytes = m.in_range("weight_bytes", std::nullopt, 0, kMaxBytes);
   } else {
@@ -146,6 +165,8 @@ GpuConfig parse_gpu(JsonSection g) {
   g.string("comment", "");
   g.string("source", "");
   c.memory_bytes = g.in_range("memory_bytes", std::nullopt, 1, kMaxBytes);
+  c.memory_source = g.string("memory_source", "");
+  c.measured_calibration = g.string("measured_calibration", "");
   c.memory_bandwidth_bytes_per_s =
       g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
   c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
@@ -190,7 +211,13 @@ EngineConfig parse_engine(JsonSection e) {
       e.has("max_num_seqs")
           ? e.integer("max_num_seqs", c.max_sessions_per_step, 1, kMaxCount)
           : e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
-  c.num_blocks = e.optional_integer("num_blocks", 1, kMaxCount);
+  // vLLM logs its pool as "# GPU blocks: N" (num_gpu_blocks): a user can read it off their
+  // server and give it here, overriding the sizing rule. num_blocks is the older name.
+  if (e.has("num_gpu_blocks") && e.has("num_blocks")) {
+    e.fail("num_gpu_blocks", "only one of num_gpu_blocks and its alias num_blocks");
+  }
+  c.num_blocks = e.has("num_gpu_blocks") ? e.optional_integer("num_gpu_blocks", 1, kMaxCount)
+                                         : e.optional_integer("num_blocks", 1, kMaxCount);
   c.kv_cache_dtype = e.one_of("kv_cache_dtype", c.kv_cache_dtype, kv_cache_dtypes());
   c.scheduler = e.one_of("scheduler", c.scheduler, {"frame", "vllm_v1"});
   c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
@@ -301,7 +328,8 @@ WorkloadConfig parse_workload(JsonSection w) {
 
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  c.type = m.one_of("type", c.type, {"roofline", "corrected_roofline", "calibrated", "fixed"});
+  c.type =
+      m.one_of("type", "auto", {"auto", "roofline", "corrected_roofline", "calibrated", "fixed"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   if (c.type == "fixed" && !(c.step_overhead_s > 0))
     m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
@@ -363,6 +391,77 @@ void check_run_size(const Scenario& s) {
   if (a.type != "poisson" && static_cast<double>(a.sessions) > kMaxCallers) {
     fail("workload.arrival.sessions",
          "expected at most 1e7 callers per run, got " + std::to_string(a.sessions));
+  }
+}
+
+// Accepted but probably not meant: each is a loud warning (Scenario::warnings), or an error where
+// no reading of it makes sense.
+void collect_warnings(Scenario& s, const nlohmann::json& j) {
+  auto& out = s.warnings;
+  for (const auto& n : s.model.notes) {
+    if (n.rfind("WARNING: ", 0) == 0) out.push_back("model " + s.model.name + ": " + n.substr(9));
+  }
+  const auto& w = s.workload;
+  const bool kv_given = w.kv_tokens_per_frame.has_value();
+  const int64_t biggest = std::max(w.input_tokens_per_frame, w.output_tokens_per_frame);
+  if (kv_given && w.kv_tokens() < biggest) {
+    out.push_back(fmt::format(
+        "workload.kv_tokens_per_frame {} is less than the {} {} tokens per frame: every token a "
+        "frame ingests or generates stays in the session's KV in vLLM, so the pool would fill "
+        "{:.3g}x faster at input + output = {}; drop it (--set workload.kv_tokens_per_frame=null) "
+        "unless the model writes fewer positions than tokens (Moshi: one per step)",
+        w.kv_tokens(), w.input_tokens_per_frame >= w.output_tokens_per_frame ? "input" : "output",
+        biggest,
+        static_cast<double>(w.input_tokens_per_frame + w.output_tokens_per_frame) /
+            static_cast<double>(std::max<int64_t>(1, w.kv_tokens())),
+        w.input_tokens_per_frame + w.output_tokens_per_frame));
+  }
+  const auto engine = j.find("engine");
+  if (s.engine.scheduler == "frame" && engine != j.end() && engine->is_object() &&
+      engine->contains("max_num_batched_tokens") &&
+      !(*engine)["max_num_batched_tokens"].is_null()) {
+    out.push_back(fmt::format(
+        "engine.max_num_batched_tokens {} is ignored by engine.scheduler \"frame\", which serves "
+        "whole frames of up to engine.max_num_seqs sessions per step; set engine.scheduler=vllm_v1 "
+        "for vLLM's token budget",
+        s.engine.max_num_batched_tokens));
+  }
+  const double deadline = w.deadline();
+  if (deadline > 10 * w.frame_period_s) {
+    throw ConfigError(fmt::format(
+        "{}: workload.deadline_s: expected at most 10 x frame_period_s ({:g} s), got {:g}: a "
+        "deadline is in seconds (150 ms is 0.15)",
+        s.source, 10 * w.frame_period_s, deadline));
+  }
+  if (deadline > w.frame_period_s) {
+    out.push_back(fmt::format(
+        "workload.deadline_s {:g} s is longer than the frame period {:g} s: a caller's next frame "
+        "arrives before this one is due (a deadline is in seconds: 150 ms is 0.15)",
+        deadline, w.frame_period_s));
+  }
+  const kv::Window win = s.kv_policy.window();
+  if (!win.unbounded()) {
+    const double call_s = w.duration.type == "fixed"         ? w.duration.seconds
+                          : w.duration.type == "exponential" ? w.duration.mean_s
+                                                             : w.duration.median_s;
+    const double call_tokens = static_cast<double>(w.prompt_tokens) +
+                               call_s / w.frame_period_s * static_cast<double>(w.kv_tokens());
+    const double held = static_cast<double>(win.window + win.sinks);
+    if (held >= call_tokens) {
+      out.push_back(fmt::format(
+          "kv_policy: sinks + window = {} tokens is at least a whole call ({} {:g} s = {:.0f} "
+          "tokens at {} per {:g} s frame): the window never slides, so windowed KV holds what "
+          "unbounded KV would; a window is in tokens, {:.0f} tokens is {:.1f} s of conversation",
+          win.window + win.sinks, w.duration.type == "fixed" ? "a call of" : "a typical call of",
+          call_s, call_tokens, w.kv_tokens(), w.frame_period_s, held,
+          held / static_cast<double>(std::max<int64_t>(1, w.kv_tokens())) * w.frame_period_s));
+    }
+    if (s.model.max_context_tokens > 0 && held > static_cast<double>(s.model.max_context_tokens)) {
+      out.push_back(fmt::format(
+          "kv_policy: sinks + window = {} tokens is longer than model {}'s context of {} tokens "
+          "(max_context_tokens): positions past it were never trained",
+          win.window + win.sinks, s.model.name, s.model.max_context_tokens));
+    }
   }
 }
 
@@ -451,6 +550,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.workload = parse_workload(top.section("workload", true));
   if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
   s.cost_model = parse_cost_model(top.section("cost_model"));
+  if (s.cost_model.type == "auto") choose_cost_model(s);
   s.horizon_s = top.in_range("horizon_s", std::nullopt, 1e-9, kMaxSeconds);
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
   s.admission = parse_admission(top.section("admission"));
@@ -473,6 +573,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
                       "\"spread\" (1024 phase slots per period)");
   }
   check_run_size(s);
+  collect_warnings(s, j);
   return s;
 }
 
@@ -519,10 +620,79 @@ void follow_swaps(nlohmann::json& j, const std::vector<std::pair<std::string, st
   }
 }
 
+const nlohmann::json* workload_field(const nlohmann::json& j, const char* key) {
+  auto w = j.find("workload");
+  if (w == j.end() || !w->is_object()) return nullptr;
+  auto f = w->find(key);
+  return f == w->end() || f->is_null() ? nullptr : &*f;
+}
+
+// A --set that changes what a frame carries or how many call, on a scenario whose other fields were
+// written for the old values: the KV tokens per frame the file stated for its own token counts
+// (the default's 1, Moshi's one position per step) are dropped and derived again as input +
+// output, and the name's caller count follows the new count. Each is said in a warning.
+std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann::json& base,
+                                              const std::vector<std::string>& sets, bool name_set,
+                                              bool comment_set) {
+  std::vector<std::string> warnings;
+  bool tokens_set = false, kv_set = false, sessions_set = false;
+  for (const auto& a : sets) {
+    const std::string k = key_of(a);
+    tokens_set = tokens_set || k == "workload.input_tokens_per_frame" ||
+                 k == "workload.output_tokens_per_frame" || k == "workload";
+    kv_set = kv_set || k == "workload.kv_tokens_per_frame" ||
+             k == "workload.tokens_per_s_per_session" || k == "workload";
+    sessions_set = sessions_set || k == "workload.arrival.sessions";
+  }
+  if (tokens_set && !kv_set) {
+    for (const char* key : {"kv_tokens_per_frame", "tokens_per_s_per_session"}) {
+      const nlohmann::json* old = workload_field(base, key);
+      if (!old) continue;
+      const nlohmann::json* in = workload_field(j, "input_tokens_per_frame");
+      const nlohmann::json* outp = workload_field(j, "output_tokens_per_frame");
+      j["workload"].erase(key);
+      warnings.push_back(
+          "workload." + std::string(key) + " " + old->dump() +
+          " from the scenario file was written for its own token counts and is dropped: KV "
+          "tokens per frame are now input + output (" +
+          (in ? in->dump() : std::string("1")) + " + " + (outp ? outp->dump() : std::string("1")) +
+          "); --set workload.kv_tokens_per_frame=N to state another count");
+    }
+  }
+  const nlohmann::json* old_n = nullptr;
+  if (auto a = base.find("workload"); a != base.end() && a->is_object()) {
+    if (auto arr = a->find("arrival"); arr != a->end() && arr->is_object()) {
+      if (auto n = arr->find("sessions"); n != arr->end() && n->is_number_integer()) old_n = &*n;
+    }
+  }
+  const nlohmann::json* new_n = nullptr;
+  if (auto a = j.find("workload"); a != j.end() && a->is_object()) {
+    if (auto arr = a->find("arrival"); arr != a->end() && arr->is_object()) {
+      if (auto n = arr->find("sessions"); n != arr->end() && n->is_number_integer()) new_n = &*n;
+    }
+  }
+  if (sessions_set && old_n && new_n && *old_n != *new_n && j.contains("name") &&
+      j["name"].is_string()) {
+    const std::string from = "-" + old_n->dump() + "-", to = "-" + new_n->dump() + "-";
+    std::string name = j["name"].get<std::string>();
+    if (const auto at = name.find(from); at != std::string::npos && !name_set) {
+      name.replace(at, from.size(), to);
+      j["name"] = name;
+    }
+    if (!comment_set && j.contains("comment") && j["comment"].is_string()) {
+      j["comment"] = j["comment"].get<std::string>() +
+                     " [--set workload.arrival.sessions=" + new_n->dump() + ": " + old_n->dump() +
+                     " callers in this comment are now " + new_n->dump() + "]";
+    }
+  }
+  return warnings;
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
   nlohmann::json j = read_scenario_json(path);
+  const nlohmann::json base = j;  // as the file says it, before any --set
   // A swap (model=..., gpu=...) replaces the whole description, so a model.X or gpu.X given
   // before it would vanish: swaps are applied first and field overrides after them, whatever
   // their order on the command line.
@@ -557,6 +727,11 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
         e->erase(k == "engine.max_num_seqs" ? "max_sessions_per_step" : "max_num_seqs");
       }
     }
+    if (k == "engine.num_gpu_blocks" || k == "engine.num_blocks") {
+      if (auto e = j.find("engine"); e != j.end() && e->is_object()) {
+        e->erase(k == "engine.num_gpu_blocks" ? "num_blocks" : "num_gpu_blocks");
+      }
+    }
     if (k == "model.kv_bytes_per_element") kv_bytes_set = a;
   }
   std::vector<std::pair<std::string, std::string>> swapped;
@@ -570,6 +745,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   if (swaps == ordered.size()) follow_swaps(j, swapped, name_set, comment_set);
   std::string source = path.empty() ? "(built-in) scenarios/default.json" : path;
   if (!sets.empty()) source += " (with --set overrides)";
+  std::vector<std::string> warnings = follow_workload_sets(j, base, sets, name_set, comment_set);
   // The model's kv_bytes_per_element is what kv_cache_dtype "auto" uses; setting it on the command
   // line while the scenario states a KV dtype of another size says two different things.
   const nlohmann::json* dtype = nullptr;
@@ -591,7 +767,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
                         "with kv_cache_dtype \"auto\"");
     }
   }
-  return parse_scenario(j, source);
+  Scenario s = parse_scenario(j, source);
+  s.warnings.insert(s.warnings.begin(), warnings.begin(), warnings.end());
+  return s;
 }
 
 std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype) {
@@ -620,12 +798,14 @@ nlohmann::json to_json(const Scenario& s) {
   // Only where they say something, so the resolved form of a shipped model stays as it was.
   if (m.attention_bias != "none") model["attention_bias"] = m.attention_bias;
   if (m.tie_word_embeddings) model["tie_word_embeddings"] = true;
+  if (m.max_context_tokens > 0) model["max_context_tokens"] = m.max_context_tokens;
   if (!m.loaded_from.empty()) model["loaded_from"] = m.loaded_from;
   if (!m.notes.empty()) model["notes"] = m.notes;
   json gpu = {{"name", s.gpu.name},
               {"memory_bytes", s.gpu.memory_bytes},
               {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},
               {"bf16_flops", s.gpu.bf16_flops}};
+  if (!s.gpu.memory_source.empty()) gpu["memory_source"] = s.gpu.memory_source;
   // Only where it is used, so the resolved config of a plain roofline run stays as it was.
   if (s.cost_model.type == "corrected_roofline" && s.gpu.roofline_correction.present) {
     const auto& rc = s.gpu.roofline_correction;

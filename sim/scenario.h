@@ -95,9 +95,14 @@ struct WorkloadConfig {
 };
 
 struct CostModelConfig {
-  std::string type = "roofline";   // roofline | corrected_roofline (analytic) | calibrated (file)
+  // roofline | corrected_roofline (analytic) | calibrated (file). A scenario file that names no
+  // type gets "auto", which load_scenario resolves to the best the GPU has (choose_cost_model).
+  std::string type = "roofline";
   double step_overhead_s = 0.001;  // scheduler and launch overhead per forward pass
   std::string file;                // calibrated: path of the calibration JSON
+  // Set where "auto" chose the type: which one and why, for the summary (empty: the scenario
+  // named its type).
+  std::string chosen;
 };
 
 // Admission control (docs/admission.md): one registered AdmissionPolicy (sim/admission/), none by
@@ -138,6 +143,10 @@ struct Scenario {
   uint64_t seed = 1;
   AdmissionConfig admission;
   OutputConfig output;
+  // Loud warnings found at load (a field that was accepted but probably means something else, an
+  // inherited value that contradicts an override): printed to stderr by every command and kept in
+  // JSON outputs under "warnings". Not part of to_json.
+  std::vector<std::string> warnings;
 };
 
 // `path` empty: the shipped default scenario. `sets` are "dotted.key=value" overrides applied after

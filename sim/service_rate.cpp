@@ -36,6 +36,16 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
     c.context = std::min(c.context, s.kv_policy.window().window + s.kv_policy.window().sinks);
   }
   c.work_s = period_work(s, c.sessions, c.context, cost);
+  {
+    const kv::Window win = s.kv_policy.window();
+    FramePasses first;
+    c.step_sessions = std::min(c.sessions, s.engine.max_sessions_per_step);
+    first.add(c.step_sessions, w.input_tokens_per_frame, kv::visible_keys(c.context, win) - 1,
+              w.output_tokens_per_frame, win);
+    c.ttft_s = cost.pass_seconds(first.ingest);
+    c.decode_passes = first.decode_passes;
+    if (first.decode_passes > 0) c.tpot_s = cost.pass_seconds(first.decode);
+  }
   c.keeps_up = c.work_s <= c.period_s;
   if (c.keeps_up || s.kv_policy.bounded() || w.arrival.type != "all_at_once") return c;
 

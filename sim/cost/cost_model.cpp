@@ -1,7 +1,10 @@
 #include "sim/cost/cost_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <iostream>
 
 #include "sim/config_error.h"
@@ -21,6 +24,48 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+void choose_cost_model(Scenario& s) {
+  std::string passed = "no measured calibration";  // or why it was passed over
+  if (const std::string& file = s.gpu.measured_calibration; !file.empty()) {
+    try {
+      if (s.model.experts > 0) {
+        throw ConfigError("its per-op scaling does not cover experts (model " + s.model.name + ")");
+      }
+      Calibration c = read_calibration(file);
+      if (c.model_name != s.model.name) {
+        if (!c.has_scaling) {
+          throw ConfigError("it calibrates model " + c.model_name + " and cannot be scaled");
+        }
+        c = scale_calibration(c, s.model);
+      }
+      s.cost_model.type = "calibrated";
+      s.cost_model.file = file;
+      s.cost_model.chosen = fmt::format(
+          "calibrated (the best {} has: its measured calibration {}{}); --set "
+          "cost_model.type=corrected_roofline or roofline for the analytic ones",
+          s.gpu.name, std::filesystem::path(file).filename().string(),
+          c.model_name != s.model.name || !c.scaled_from.empty()
+              ? ", scaled op by op to " + s.model.name
+              : "");
+      return;
+    } catch (const std::exception& e) {  // a missing or unreadable file included
+      passed = fmt::format("its measured calibration {} does not apply ({})",
+                           std::filesystem::path(file).filename().string(), e.what());
+    }
+  }
+  if (s.gpu.roofline_correction.present) {
+    s.cost_model.type = "corrected_roofline";
+    s.cost_model.chosen = fmt::format(
+        "corrected_roofline (the best {} has: {}; its roofline_correction, "
+        "fitted on {}); --set cost_model.type=roofline for the datasheet roofline",
+        s.gpu.name, passed, s.gpu.roofline_correction.fitted_on);
+  } else {
+    s.cost_model.type = "roofline";
+    s.cost_model.chosen = fmt::format("roofline (the best {} has: {}, and no roofline_correction)",
+                                      s.gpu.name, passed);
+  }
+}
 
 std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
   std::unique_ptr<CostModel> m = make_unchecked_cost_model(s);

@@ -34,4 +34,11 @@ std::unique_ptr<CostModel> make_cost_model(const Scenario& s);
 // The same without the step bounds (for tests of the bounds themselves).
 std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s);
 
+// cost_model.type "auto" (a scenario that names none): the best the GPU has. Its measured
+// calibration (GpuConfig::measured_calibration) where it has one that applies to the model (the
+// same model, or one the file can be scaled to; not a mixture of experts), else the corrected
+// roofline where the GPU file has a roofline_correction, else the datasheet roofline. Sets
+// s.cost_model.type (and file), and s.cost_model.chosen to which and why.
+void choose_cost_model(Scenario& s);
+
 }  // namespace metronome

@@ -7,6 +7,7 @@
 
 #include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
+#include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/pool_sizing.h"
@@ -68,6 +69,12 @@ std::string culprit(const Scenario& s, const CostModel& cost, const StepShape& x
     const auto& t = cal.terms[worst];
     return fmt::format("cost_model.file {}: fit.terms[{}] ({}) coefficient = {:g} {}", cal.source,
                        worst, term_name(t.term), t.coefficient, term_unit(t.term));
+  }
+  // The corrected roofline scales the same datasheet fields by fitted fractions: the field that
+  // limits the raw roofline's pass limits it too.
+  if (dynamic_cast<const CorrectedRooflineCostModel*>(&cost)) {
+    const RooflineCostModel raw(s.model, s.gpu, s.cost_model.step_overhead_s);
+    return culprit(s, raw, x);
   }
   return "the cost model (" + cost.label() + ")";
 }

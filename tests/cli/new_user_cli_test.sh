@@ -17,8 +17,9 @@ blocks() { "$bin" predict --json "$@" | /usr/bin/python3 -c 'import json,sys; pr
 hf=$src/tests/sim/hf_configs
 
 # --- Bring your own model
-# Llama-3.1-8B on the default H200: floor((0.9 x 141e9 - 2 x 8,030,261,248 - 2e9) / (16 x 131072)).
-want=$(/usr/bin/python3 -c 'print(int((0.9*141e9 - 2*8030261248 - 2e9) // (16*131072)))')
+# Llama-3.1-8B on the default H200 (143,771 MiB as the device reports it):
+# floor((0.9 x 143771 x 2^20 - 2 x 8,030,261,248 - 2e9) / (16 x 131072)).
+want=$(/usr/bin/python3 -c 'print(int((0.9*143771*1048576 - 2*8030261248 - 2e9) // (16*131072)))')
 got=$(blocks --set "model=hf:$hf/llama-3.1-8b/config.json")
 [[ "$got" == "$want" ]] || fail "hf llama-3.1-8b: $got blocks, expected $want"
 # Without hf: a config.json is recognised by its field names.

@@ -27,10 +27,10 @@ Scenario load(const std::string& name, std::vector<std::string> extra = {}) {
   return load_scenario("", sets);  // the default scenario: H200, utilization 0.9, 2e9 B reserve
 }
 
-// The default scenario's sizing rule with the H200's 141e9 B:
-//   blocks = floor((0.9 x 141e9 - weights - 2e9) / (16 x KV bytes per token)).
+// The default scenario's sizing rule with the H200's device-reported 143,771 MiB:
+//   blocks = floor((0.9 x 143771 x 2^20 - weights - 2e9) / (16 x KV bytes per token)).
 int64_t hand_blocks(double weight_bytes, int64_t kv_bytes_per_token) {
-  return static_cast<int64_t>(std::floor((0.9 * 141e9 - weight_bytes - 2e9) /
+  return static_cast<int64_t>(std::floor((0.9 * 143771.0 * 1048576 - weight_bytes - 2e9) /
                                          static_cast<double>(16 * kv_bytes_per_token)));
 }
 

@@ -126,7 +126,8 @@ TEST(JsonFile, ErrorMessagesNeverDumpWholeValues) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "f.json: horizon_s: expected a number, got an array of 100000 values");
+              "f.json: horizon_s: expected a number of seconds (150 ms is 0.15), got an array of "
+              "100000 values");
   }
   EXPECT_EQ(json_preview(nlohmann::json(std::string(1000, 'x'))).size(), 80u);
 }

@@ -39,8 +39,11 @@ TEST(Recommend, BestIsTheEligibleCellServingTheMost) {
     if (c.window < 480) {
       EXPECT_FALSE(c.eligible);
       EXPECT_GT(c.n_star_median, b.n_star_median);  // smaller windows serve more...
-    } else if (c.eligible) {
-      EXPECT_LE(c.n_star_median, b.n_star_median);  // ...but the best eligible one wins
+    } else if (c.eligible && c.n_star_median > b.n_star_median) {
+      // ...but the best eligible one wins, or ties with it (N* ranges over seeds overlap) and
+      // keeps less quality (fewer sink + window tokens).
+      EXPECT_GE(c.n_star_p95, r.cells.front().n_star_p5) << c.window << " " << c.sinks;
+      EXPECT_LT(c.window + c.sinks, b.window + b.sinks);
     }
   }
   // N* sits under both caps and within reach of the binding one.
@@ -73,6 +76,21 @@ TEST(Recommend, QualityFileGivesRatiosToFullAttention) {
   const auto wrong = (dir / "wrong.json").string();
   std::ofstream(wrong) << R"({"perplexity": [{"window": "x", "sinks": 0, "ppl_from": 1}]})";
   EXPECT_THROW(read_ppl_ratios(wrong), ConfigError);
+}
+
+TEST(Recommend, TiesInsideTheSeedsSpreadGoToTheBetterQuality) {
+  // W = 480 with S = 0 and S = 16 serve nearly the same N*: where their ranges over seeds overlap,
+  // the cell keeping more tokens (S = 16) is the best, whatever the medians' order.
+  RecommendSpec spec = small();
+  spec.min_window = 480;
+  const Recommendation r = recommend(base(), spec);
+  ASSERT_TRUE(r.best.has_value());
+  const RecommendCell& top = r.cells.front();
+  for (const auto& c : r.cells) {
+    if (c.eligible && c.n_star_p95 >= top.n_star_p5 && c.n_star_p5 <= top.n_star_p95) {
+      EXPECT_LE(c.window + c.sinks, r.cells[*r.best].window + r.cells[*r.best].sinks);
+    }
+  }
 }
 
 }  // namespace

@@ -51,10 +51,32 @@ TEST(Scenario, DefaultIsTheCanonicalMoshiScenario) {
 TEST(Scenario, PoolIsSizedAsVllmSizesIt) {
   const Scenario s = load_scenario("");
   const PoolSizing p = size_pool(s);
-  const double usable = 0.9 * 141e9 - 15.4e9 - 2e9;
+  // The H200 as it reports itself (143,771 MiB), not the datasheet's 141e9 B.
+  const double usable = 0.9 * 143771.0 * 1048576 - 15.4e9 - 2e9;
   EXPECT_EQ(p.block_bytes, 16 * 512 * 1024);
   EXPECT_EQ(p.num_blocks, static_cast<int64_t>(usable / (16.0 * 512 * 1024)));
-  EXPECT_NEAR(p.num_blocks, 13000, 200);  // the brief's worked example: about 13,000 blocks
+  // The brief's worked example says about 13,000 blocks from 141e9 B; the device's own figure is
+  // 6.9% more memory and gives about 14,100.
+  EXPECT_NEAR(p.num_blocks, 14100, 100);
+}
+
+TEST(Scenario, NumGpuBlocksFromVllmsLogOverridesTheSizing) {
+  const Scenario s = load_scenario("", {"engine.num_gpu_blocks=12345"});
+  const PoolSizing p = size_pool(s);
+  EXPECT_TRUE(p.overridden);
+  EXPECT_EQ(p.num_blocks, 12345);
+}
+
+TEST(Scenario, SettingTokensPerFrameDerivesKvTokensAgain) {
+  // The default states kv_tokens_per_frame 1 for Moshi; a user's 30 + 10 must not inherit it.
+  const Scenario s = load_scenario(
+      "", {"workload.input_tokens_per_frame=30", "workload.output_tokens_per_frame=10"});
+  EXPECT_EQ(s.workload.kv_tokens(), 40);
+  ASSERT_FALSE(s.warnings.empty());
+  EXPECT_NE(s.warnings[0].find("kv_tokens_per_frame 1"), std::string::npos) << s.warnings[0];
+  const Scenario kept = load_scenario("", {"workload.input_tokens_per_frame=30",
+                                           "workload.kv_tokens_per_frame=5"});
+  EXPECT_EQ(kept.workload.kv_tokens(), 5);
 }
 
 TEST(Scenario, ResolvedJsonRoundTrips) {

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# A user's own model and traffic (issue 35): the silent traps a user met with a Qwen2.5-7B-based
+# speech model on one H200, 200 callers, 1 s frames of 30 input and 10 output tokens. Each check
+# is one trap: the GPU's memory as the device reports it and vLLM's own block count, KV tokens per
+# frame inherited from the default scenario, a token budget the frame scheduler ignores, units and
+# meanings (a deadline in ms, a window longer than the call or the context, a missing KV-head
+# count), and the printed statistics (late vs never answered).
+#   user_model_cli_test.sh <metronome binary> <source dir>
+set -u
+source "$(dirname "$0")/cli_lib.sh"
+py=/usr/bin/python3
+# warns <regex> <args...>: exit 0 and a "metronome: warning:" on stderr matching the regex.
+warns() {
+  local want=$1
+  shift
+  cases=$((cases + 1))
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne 0 ]] || ! grep -Eq -- "^metronome: warning: .*$want" "$tmp/err"; then
+    fail "metronome $* -> rc=$rc, want a warning /$want/; stderr: $(head -c 600 "$tmp/err")"
+  fi
+}
+# quiet <args...>: exit 0 and no warning.
+quiet() {
+  cases=$((cases + 1))
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne 0 ]] || grep -q "warning" "$tmp/err"; then
+    fail "metronome $* -> rc=$rc, want no warning; stderr: $(head -c 600 "$tmp/err")"
+  fi
+}
+user=(--set model=qwen2.5-omni-7b --set workload.frame_period_s=1 --set workload.arrival.sessions=200
+  --set workload.input_tokens_per_frame=30 --set workload.output_tokens_per_frame=10)
+
+# --- 1. GPU memory as the device reports it, and vLLM's logged block count
+"$bin" predict --json >"$tmp/p.json" || fail "predict --json"
+$py - "$tmp/p.json" <<'PY' || fail "H200 memory is not the device-reported 143,771 MiB"
+import json, sys
+j = json.load(open(sys.argv[1]))
+g = j["scenario"]["gpu"]
+assert g["memory_bytes"] == 143771 * 2**20, g["memory_bytes"]
+assert "143,771 MiB" in g["memory_source"], g
+m = j["scenario"]["model"]
+want = int((0.9 * 143771 * 2**20 - m["weight_bytes"] - 2e9) // (16 * 512 * 1024))
+assert j["prediction"]["num_blocks"] == want, (j["prediction"]["num_blocks"], want)
+PY
+for gpu in h100 a100 b200; do
+  "$bin" predict --json --set gpu=$gpu | $py -c '
+import json, sys
+g = json.load(sys.stdin)["scenario"]["gpu"]
+assert g["memory_bytes"] % 2**20 == 0 and g["memory_source"], g
+assert g["name"] != "b200" or g["memory_bandwidth_bytes_per_s"] == 7.672e12, g' ||
+    fail "$gpu: memory not in MiB as reported, or no memory_source, or B200 bandwidth not 7.672e12"
+done
+"$bin" predict --set engine.num_gpu_blocks=5000 "${user[@]}" >"$tmp/nb.txt" 2>/dev/null || fail "num_gpu_blocks"
+grep -q "^pool       5000 blocks" "$tmp/nb.txt" || fail "num_gpu_blocks not used: $(cat "$tmp/nb.txt")"
+grep -q "engine.num_gpu_blocks = 5000 given" "$tmp/nb.txt" || fail "num_gpu_blocks not said: $(cat "$tmp/nb.txt")"
+grep -q "^memory     h200 150.75 GB as the device reports it (143771 MiB)" <("$bin" predict) ||
+  fail "the memory line does not say where the GPU's memory came from"
+expect_error 'only one of num_gpu_blocks and its alias num_blocks' predict --set 'engine={"num_blocks": 5, "num_gpu_blocks": 6}'
+
+# --- 2. Inherited fields: KV tokens per frame and the caller count in the name
+warns 'workload.kv_tokens_per_frame 1 from the scenario file .* dropped: KV tokens per frame are now input \+ output \(30 \+ 10\)' predict "${user[@]}"
+"$bin" predict --json "${user[@]}" 2>/dev/null >"$tmp/u.json"
+$py - "$tmp/u.json" <<'PY' || fail "the user's scenario: KV tokens per frame or the name"
+import json, sys
+j = json.load(open(sys.argv[1]))
+w = j["scenario"]["workload"]
+assert w["kv_tokens_per_frame"] == 40, w
+assert j["prediction"]["tokens_per_s_per_session"] == 40, j["prediction"]
+assert j["prediction"]["t_sat_blocks_s"] is not None, j["prediction"]
+assert "-200-" in j["scenario"]["name"] and "-300-" not in j["scenario"]["name"], j["scenario"]["name"]
+assert any("kv_tokens_per_frame" in x for x in j["warnings"]), j
+PY
+warns 'kv_tokens_per_frame 1 is less than the input 30 tokens per frame' predict "${user[@]}" --set workload.kv_tokens_per_frame=1
+quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40
+quiet predict  # the default (Moshi: one KV position per step carries both streams) stays quiet
+
+# --- 3. A token budget the frame scheduler does not use
+warns 'engine.max_num_batched_tokens 2048 is ignored by engine.scheduler "frame"' predict --set engine.max_num_batched_tokens=2048
+quiet predict --set engine.max_num_batched_tokens=2048 --set engine.scheduler=vllm_v1
+
+# --- 4. Units and meanings
+expect_error 'workload.deadline_s: expected at most 10 x frame_period_s \(10 s\), got 150: a deadline is in seconds' predict "${user[@]}" --set workload.deadline_s=150
+expect_error 'workload.deadline_s: expected a number of seconds \(150 ms is 0.15\), got "150ms"' predict --set workload.deadline_s=150ms
+expect_error 'frame_period_s: expected .*of seconds \(150 ms is 0.15\)' predict --set workload.frame_period_s=80ms
+warns 'deadline_s 1.5 s is longer than the frame period 1 s' predict "${user[@]}" --set workload.deadline_s=1.5
+win=(--set kv_policy.type=windowed --set kv_policy.window_tokens=200000 --set kv_policy.sink_tokens=4)
+warns 'sinks \+ window = 200004 tokens is at least a whole call' predict "${user[@]}" "${win[@]}"
+warns "longer than model qwen2.5-omni-7b's context of 32768 tokens" predict "${user[@]}" "${win[@]}"
+quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40 --set kv_policy.type=windowed --set kv_policy.window_tokens=2048 --set kv_policy.sink_tokens=16
+sed 's/"num_key_value_heads"/"num_key_value_head"/' "$src/tests/sim/hf_configs/qwen2.5-14b/config.json" >"$tmp/typo_config.json"
+warns 'num_key_value_heads absent: 40 KV heads assumed .*the config has num_key_value_head: a misspelt num_key_value_heads\?' predict --set "model=hf:$tmp/typo_config.json"
+
+# --- 6. Printed statistics: silent frames split into late and never answered
+"$bin" simulate --set horizon_s=120 >"$tmp/sim.txt" 2>&1 || fail "simulate"
+grep -Eq '^frames .* silent \([0-9.]+% answered late, [0-9.]+% never answered\)' "$tmp/sim.txt" ||
+  fail "silent frames not split into late and never answered: $(cat "$tmp/sim.txt")"
+grep -Eq '^latency .*p50 [0-9]+(\.[0-9]+)? ms' "$tmp/sim.txt" || fail "latency line: $(cat "$tmp/sim.txt")"
+
+# --- 7. recommend: a cell whose N* is the offered load says so; W in seconds of conversation
+"$bin" recommend --scenario "$src/scenarios/admission/moshi_h200_aimd_windowed.json" --windows 480 \
+  --sinks 16 --seeds 2 --quiet --set workload.arrival.rate_per_s=0.1 >"$tmp/rec.txt" 2>&1 || fail "recommend"
+grep -Eq '^FLAGGED    N\* [0-9]+ is the offered load \(nobody was turned away; 60 sessions at once' "$tmp/rec.txt" ||
+  fail "recommend: no offered-load flag: $(cat "$tmp/rec.txt")"
+grep -q "W = 480 tokens is 38.4 s of conversation" "$tmp/rec.txt" || fail "recommend: W in seconds: $(cat "$tmp/rec.txt")"
+
+# --- 8. recommend: where the quality floor came from, runs too short to settle, the best quality
+# within 5% of the best N*
+q() {  # q <model file> <text file> <model name>: a quality output with ratios for W 240, 960
+  cat <<JSON
+{"config": {"model": "$1", "text": "$2"}, "model": {"name": "$3"},
+ "perplexity": [{"window": null, "sinks": 0, "ppl_from": 10},
+  {"window": 240, "sinks": 0, "ppl_from": 14}, {"window": 240, "sinks": 16, "ppl_from": 11},
+  {"window": 960, "sinks": 0, "ppl_from": 12}, {"window": 960, "sinks": 16, "ppl_from": 10.5}]}
+JSON
+}
+q ../.cache/quality/smollm2-135m-instruct-q4_1.gguf ../.cache/quality/prideprejudice.txt "Smollm2 135M" >"$tmp/fig8q.json"
+q /models/my-7b.gguf /texts/calls.txt "My 7B" >"$tmp/myq.json"
+rec=(recommend --scenario "$src/scenarios/admission/moshi_h200_aimd_windowed.json" --windows 240,960
+  --sinks 0,16 --seeds 2 --quiet)
+"$bin" "${rec[@]}" --quality "$tmp/fig8q.json" --max-ppl-ratio 2 >"$tmp/rq.txt" 2>&1 || fail "recommend --quality"
+grep -q "^quality    perplexity ratios to full attention of SmolLM2-135M on Pride and Prejudice$" "$tmp/rq.txt" ||
+  fail "recommend: the shipped quality file is not named: $(cat "$tmp/rq.txt")"
+"$bin" "${rec[@]}" --quality "$tmp/myq.json" --max-ppl-ratio 2 --json >"$tmp/rq.json" 2>/dev/null || fail "recommend --json"
+$py - "$tmp/rq.json" <<'PY' || fail "recommend --json: quality source, best quality within 5%"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["quality_floor"]["source"] == "My 7B [my-7b.gguf] on calls.txt", j["quality_floor"]
+b, q = j["best"], j["best_quality_within"]
+assert j["quality_within_fraction"] == 0.05 and q is not None, j
+assert q["n_star_median"] >= 0.95 * b["n_star_median"] and q["ppl_ratio"] <= b["ppl_ratio"], (b, q)
+for c in j["cells"]:
+    if c["eligible"] and c["n_star_median"] >= 0.95 * b["n_star_median"]:
+        assert c["ppl_ratio"] >= q["ppl_ratio"], (c, q)
+PY
+"$bin" "${rec[@]}" --set horizon_s=60 >"$tmp/short.txt" 2>&1 || fail "recommend (60 s)"
+grep -Eq '^ +960 +76.8 .*run too short to settle' "$tmp/short.txt" ||
+  fail "recommend: a window filling after half the run is not flagged: $(cat "$tmp/short.txt")"
+grep -Eq '^FLAGGED    [0-9] of 2 runs too short to settle' "$tmp/short.txt" ||
+  fail "recommend: the best cell's short runs are not flagged: $(cat "$tmp/short.txt")"
+
+finish user_model_cli_test
