@@ -263,8 +263,14 @@ timed_error_32 "--trace $tmp/fifo: a FIFO \(named pipe\) that no process is read
 timed_error_32 '/dev/zero: is a character device, expected the text \(--text\) as a regular file' quality --text /dev/zero
 timed_error_32 "$tmp: is a directory, expected the GGUF model file" quality --model "$tmp"
 
-# Memory stays bounded by the horizon, not by silence_after_s or deadline_s (1e9 s reached 10 GB).
-for set in engine.silence_after_s=1e9 workload.deadline_s=1e9; do
+# Memory stays bounded by the horizon, not by silence_after_s (1e9 s reached 10 GB). A deadline of
+# 1e9 s did the same; it is now refused at load (more than 10 frame periods: docs/scenarios.md).
+cases=$((cases + 1))
+"$bin" simulate --set workload.deadline_s=1e9 --set horizon_s=100 --json >/dev/null 2>"$tmp/err"
+rc=$?
+{ [ $rc -eq 2 ] && grep -q "workload.deadline_s: expected at most 10 x frame_period_s" "$tmp/err"; } ||
+  fail "simulate --set workload.deadline_s=1e9 -> rc=$rc (want 2) $(head -c 300 "$tmp/err")"
+for set in engine.silence_after_s=1e9; do
   cases=$((cases + 1))
   (ulimit -v 1500000; "$bin" simulate --set "$set" --set horizon_s=100 --json >"$tmp/mem.json" 2>"$tmp/err") ||
     fail "simulate --set $set --set horizon_s=100 under 1.5 GB -> rc=$? $(head -c 300 "$tmp/err")"
