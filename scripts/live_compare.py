@@ -241,7 +241,8 @@ def sim_side(metronome, scenario_path, whole, h0, cliff, horizon):
         "true_p99_ms_before_cliff": cut["result"]["true_p99_ms"],
         "tokens_per_due_frame_after_cliff": (after_tok / after_due) if after_due > 0 else None,
         "engine_steps": r["engine_steps"],
-        "cost_model": whole["cost_model"],
+        # Paths relative to the working folder, so a committed comparison names no machine's.
+        "cost_model": whole["cost_model"].replace(os.getcwd() + os.sep, ""),
     }
 
 

@@ -332,7 +332,10 @@ std::string CalibratedCostModel::label() const {
   if (!c_.measured) return fmt::format("analytic: {} (calibration file {})", c_.label, c_.source);
   const std::string what =
       c_.backend == "cpu"
-          ? fmt::format("CPU reference kernels on {} (a CPU, not a GPU)", c_.device_name)
+          // A live engine's profile (scripts/vllm_live_profile.py) times whole vLLM steps.
+          ? (c_.device_name.rfind("vLLM ", 0) == 0
+                 ? fmt::format("steps of {} (a CPU, not a GPU)", c_.device_name)
+                 : fmt::format("CPU reference kernels on {} (a CPU, not a GPU)", c_.device_name))
           : fmt::format("GPU {}{}", c_.device_name,
                         c_.driver.empty() ? "" : ", driver " + c_.driver);
   bool mixed = false;
