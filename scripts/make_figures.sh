@@ -70,7 +70,7 @@ if [[ -n $only ]]; then
   done
   "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
     --cost-model "$cost" --only "$only" "${quick[@]}"
-  "$py" "$root/scripts/figures.py" --out "$out" --only "$only" "${quick[@]}"
+  PYTHONHASHSEED=0 "$py" "$root/scripts/figures.py" --out "$out" --only "$only" "${quick[@]}"
   elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
   echo "make_figures: figure $only (PNG + PDF) in $shown/figures, no REPORT.md (--only); ${elapsed} s"
   exit 0
@@ -80,6 +80,6 @@ rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
 
 "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
   --cost-model "$cost" "${quick[@]}"
-"$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
+PYTHONHASHSEED=0 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
 elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $shown/figures, report $shown/REPORT.md; ${elapsed} s"
