@@ -19,5 +19,6 @@ Run add_replay(CLI::App& app);                           // app/replay_command.c
 Run add_quality(CLI::App& app);                          // app/quality_command.cpp
 Run add_admit(CLI::App& app);                            // app/admit_command.cpp
 Run add_list(CLI::App& app);                             // app/list_command.cpp
+Run add_book(CLI::App& app);                             // app/book_command.cpp
 
 }  // namespace metronome::cli

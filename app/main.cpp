@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommands({}).back();
   commands.emplace_back(nullptr, cli::add_list(app));
   commands.back().first = app.get_subcommands({}).back();
+  commands.emplace_back(nullptr, cli::add_book(app));
+  commands.back().first = app.get_subcommands({}).back();
   // --quiet on every command (and its subcommands): no progress lines on stderr.
   const std::function<void(CLI::App&)> add_quiet = [&](CLI::App& a) {
     a.add_flag_callback(

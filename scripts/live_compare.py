@@ -121,27 +121,32 @@ def latency_parts(frames, steps, origin, scenario, until):
             "frames": len(parts)}
 
 
-def live_side(d, scenario):
+def book(metronome, scenario_path, records, extra=()):
+    """The live run booked by the simulator's own ledger (metronome book): due, served, silent,
+    latency and N* by the definitions simulate uses."""
+    out = subprocess.run([metronome, "book", "--scenario", scenario_path, "--records", records,
+                          "--json", *extra], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{metronome} book {records}: {out.stderr.strip()}")
+    return json.loads(out.stdout)["result"]
+
+
+def live_side(d, scenario, metronome, scenario_path):
     run = json.load(open(os.path.join(d, "run.json")))
     frames = read_frames(os.path.join(d, "frames.csv"))
     steps = read_steps(os.path.join(d, "steps.jsonl"))
     origin = run.get("clock_origin_monotonic_s")
     horizon = scenario["horizon_s"]
-    silence = scenario["engine"]["silence_after_s"]
-    fails = [s for s in steps if s["fail"] > 0]
-    first_fail = (fails[0]["t0"] - origin) if fails and origin is not None else None
-    if first_fail is not None and first_fail < 0:
-        first_fail = None  # the warm-up's, before the clock started
-    preempt = [s for s in steps if s["pre"] > 0 and origin is not None and s["t0"] >= origin]
+    whole = book(metronome, scenario_path, d)
+    first_fail = whole["first_stall_s"]
     cliff = first_fail if first_fail is not None else horizon
-    due = [f for f in frames if f["release_s"] <= horizon]
-    served = [f for f in due if f["done_s"] is not None and f["done_s"] <= horizon]
-    on_time = [f for f in served if f["done_s"] - f["release_s"] <= silence]
     h0 = before_cliff(first_fail, scenario, [f["release_s"] for f in frames])
-    before = [(f["done_s"] - f["release_s"]) if f["done_s"] is not None and f["done_s"] <= h0
-              else math.inf for f in due if f["release_s"] <= h0]
-    after_due = [f for f in due if f["release_s"] > cliff]
-    after_tokens = sum(f["tokens"] or 0 for f in after_due)
+    cut = book(metronome, scenario_path, d, ["--set", f"horizon_s={h0!r}"]) if h0 < horizon \
+        else whole
+    at = book(metronome, scenario_path, d, ["--set", f"horizon_s={cliff!r}"]) if cliff < horizon \
+        else whole
+    after_due = whole["frames_due"] - at["frames_due"]
+    after_tok = whole["tokens_produced"] - at["tokens_produced"]
     parts = latency_parts(frames, steps, origin, scenario, h0)
     # What a monitor of the engine saw after the cliff (vLLM's own Prometheus metrics).
     with open(os.path.join(d, "metrics.csv")) as f:
@@ -157,33 +162,25 @@ def live_side(d, scenario):
                "num_requests_waiting_median": med("num_requests_waiting")}
     step_ms = [1e3 * (s["t1"] - s["t0"]) for s in steps if origin is not None and s["t0"] >= origin
                and s["q"]]
-    adm = None
-    apath = os.path.join(d, "admission.csv")
-    if os.path.exists(apath):
-        with open(apath) as f:
-            rows = list(csv.DictReader(f))
-        # N* as the simulator defines it: the median of the live sessions at the control instants
-        # of the last half of the horizon.
-        last = sorted(int(r["live"]) for r in rows if 2 * float(r["t_s"]) >= horizon)
-        adm = {"n_star": last[len(last) // 2] if last else None,
-               "cap_final": int(rows[-1]["cap"]) if rows else None,
-               "sessions_rejected": int(rows[-1]["rejected"]) if rows else 0,
-               "control_intervals": len(rows)}
+    a = whole["admission"]
     return {
-        "admission": adm,
+        "admission": {"n_star": a.get("n_star"), "cap_final": a.get("final_cap"),
+                      "sessions_rejected": whole["sessions_rejected"],
+                      "control_intervals": a.get("control_intervals"),
+                      "flags": a.get("flags")} if a.get("capped") else None,
         "first_refused_allocation_s": first_fail,
-        "first_preemption_s": (preempt[0]["t0"] - origin) if preempt else None,
-        "preemptions": sum(s["pre"] for s in steps if origin is not None and s["t0"] >= origin),
-        "frames_due": len(due), "frames_served": len(served),
-        "frames_silent": len(due) - len(on_time),
-        "true_p50_ms_before_cliff": ms(quantile(before, 0.5)),
-        "true_p99_ms_before_cliff": ms(quantile(before, 0.99)),
+        "first_preemption_s": whole["first_preempt_s"],
+        "preemptions": whole["preemptions"],
+        "frames_due": whole["frames_due"], "frames_served": whole["frames_served"],
+        "frames_silent": whole["frames_silent"],
+        "true_p50_ms_before_cliff": cut["true_p50_ms"],
+        "true_p99_ms_before_cliff": cut["true_p99_ms"],
         "before_cliff_until_s": h0,
-        "frames_before_cliff": len(before),
+        "frames_before_cliff": cut["frames_due"],
         "latency_parts_median_ms_before_cliff": parts,
         "prometheus_after_cliff": monitor,
-        "tokens_per_due_frame_after_cliff": (after_tokens / len(after_due)) if after_due else None,
-        "engine_steps": len(step_ms),
+        "tokens_per_due_frame_after_cliff": (after_tok / after_due) if after_due > 0 else None,
+        "engine_steps": whole["engine_steps"],
         "step_p50_ms": quantile(step_ms, 0.5), "step_p99_ms": quantile(step_ms, 0.99),
         "real_time": run.get("real_time"), "verdict": run.get("verdict"),
         "release_lateness_p99_ms": run.get("release_lateness_p99_ms"),
@@ -255,7 +252,7 @@ def rel(a, b):
 def compare(d, metronome, scenario_path):
     whole = simulate(metronome, scenario_path)
     scenario = whole["scenario"]
-    live = live_side(os.path.join(d, "live"), scenario)
+    live = live_side(os.path.join(d, "live"), scenario, metronome, scenario_path)
     cliff = live["first_refused_allocation_s"]
     sim = sim_side(metronome, scenario_path, whole, live["before_cliff_until_s"],
                    cliff if cliff is not None else scenario["horizon_s"], scenario["horizon_s"])

@@ -7,7 +7,8 @@ For each case folder (results/live/<case>/, with live/ records and compare.json)
           (timeseries.csv pool_fraction); the live first refused allocation and simulate's first
           stall marked
   bottom  frames answered within silence_after_s per second, in the interval of their silence
-          deadline: live (frames.csv) and simulated (timeseries.csv frames_served / interval)
+          deadline (timeseries.csv frames_served / interval): live, booked from frames.csv by
+          `metronome book`, and simulated; under admission, sessions admitted and the cap
 The simulation is run here (`metronome simulate --out`) from scenarios/live/<case>.json.
 REPORT.md puts each case's compare.json (scripts/live_compare.py) in one table: the live engine,
 the simulation with the live calibration, predict's t_sat, the relative errors and the checks.
@@ -118,6 +119,12 @@ def main():
                            check=True, capture_output=True)
             ts = rows(os.path.join(tmp, "timeseries.csv"))
             scen = json.load(open(os.path.join(tmp, "scenario.json")))
+            # The live run's time series, booked by the simulator's ledger (metronome book).
+            subprocess.run([args.metronome, "book", "--scenario",
+                            os.path.join(args.scenarios, case + ".json"), "--records",
+                            os.path.join(d, "live"), "--out", tmp], check=True,
+                           capture_output=True)
+            lts = rows(os.path.join(tmp, "timeseries.csv"))
         horizon = scen["horizon_s"]
         usable = scen["engine"]["num_blocks"] - 1
         top, bot = axes[0][i], axes[1][i]
@@ -140,32 +147,25 @@ def main():
             top.axvline(t_sim, color="C1", lw=0.6, ls="--")
         top.set_ylim(0, 1.05)
         top.set_title(case.replace("_", " "))
-        # Frames answered within silence_after_s, counted in the sample interval that holds their
-        # silence deadline (release + silence_after_s): the time series' own frames_served.
-        fr = rows(os.path.join(d, "live", "frames.csv"))
         period = scen["output"]["sample_period_s"]
-        silence = scen["engine"]["silence_after_s"]
-        bins = [0] * (int(horizon / period) + 1)
-        for r in fr:
-            t, rel = num(r["done_s"]), num(r["release_s"])
-            if t is not None and t - rel <= silence and rel + silence <= horizon:
-                bins[min(len(bins) - 1, int((rel + silence) / period))] += 1
         adm = os.path.join(d, "live", "admission.csv")
         if os.path.exists(adm):
             # Admission runs: sessions admitted (and the controller's cap, thin) over time.
-            a = rows(adm)
-            bot.step([num(r["t_s"]) for r in a], [num(r["live"]) for r in a], where="post",
-                     color="C0", lw=1.0, label="live")
-            bot.step([num(r["t_s"]) for r in a], [num(r["cap"]) for r in a], where="post",
-                     color="C0", lw=0.5, alpha=0.6)
+            bot.step([num(r["t_s"]) for r in lts], [num(r["live_sessions"]) for r in lts],
+                     where="post", color="C0", lw=1.0, label="live")
+            bot.step([num(r["t_s"]) for r in lts], [num(r["admission_cap"]) for r in lts],
+                     where="post", color="C0", lw=0.5, alpha=0.6)
             bot.step([num(r["t_s"]) for r in ts], [num(r["live_sessions"]) for r in ts],
                      where="post", color="C1", lw=1.0, ls="--", label="simulated")
             bot.step([num(r["t_s"]) for r in ts], [num(r["admission_cap"]) for r in ts],
                      where="post", color="C1", lw=0.5, ls="--", alpha=0.6)
             bot.set_ylabel("sessions admitted (cap thin)")
         else:
-            bot.step([k * period for k in range(len(bins))], [b / period for b in bins],
-                     where="post", color="C0", lw=1.0, label="live")
+            # Frames answered within silence_after_s, in the interval of their silence deadline
+            # (the time series' frames_served), on both sides.
+            bot.step([num(r["t_s"]) - period for r in lts],
+                     [num(r["frames_served"]) / period for r in lts], where="post", color="C0",
+                     lw=1.0, label="live")
             bot.step([num(r["t_s"]) - period for r in ts],
                      [num(r["frames_served"]) / period for r in ts], where="post", color="C1",
                      lw=1.0, ls="--", label="simulated")

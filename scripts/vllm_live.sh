@@ -9,8 +9,9 @@
 #                    (scenarios/live/ has the committed cases)
 #   --out DIR        DIR/sim: `metronome simulate --out` of the scenario (its resolved
 #                    scenario.json is what the driver runs); DIR/live: the live run's records
-#                    (frames.csv, metrics.csv, steps.jsonl, run.json); DIR/compare.json: the two
-#                    side by side (scripts/live_compare.py)
+#                    (frames.csv, metrics.csv, steps.jsonl, run.json) and, booked from them by
+#                    `metronome book`, summary.json and timeseries.csv as simulate writes them;
+#                    DIR/compare.json: the two side by side (scripts/live_compare.py)
 #   --set KEY=VALUE  passed to metronome (any scenario field)
 #   --endpoint URL   drive a running vLLM server instead of starting one (per-frame requests)
 #   --venv DIR       the vLLM CPU venv (created if missing: scripts/vllm_cpu_venv.sh)
@@ -56,4 +57,7 @@ OMP_NUM_THREADS=$threads "$py" scripts/vllm_live.py --scenario "$out/sim/scenari
   exit $rc
 }
 grep "^vllm_live:" "$out/live.log" >&2 || true
+# The live run as simulate writes a run (summary.json, timeseries.csv, scenario.json), booked by
+# the simulator's own ledger.
+"$metronome" book --scenario "$out/sim/scenario.json" --records "$out/live" --out "$out/live" >/dev/null
 /usr/bin/python3 scripts/live_compare.py "$out"

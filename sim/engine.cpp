@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/call_span.h"
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/step_time.h"
 #include "sim/pool_sizing.h"
@@ -153,17 +154,8 @@ void Engine::on_arrival(Time now) {
   // call lasts its drawn length from then.
   const Time start = spread_ ? spread_->place(now) : now;
   // The call's length is drawn now; its frames and worst-case blocks follow from it.
-  // A call that hangs up exactly at the horizon does not outlive it: it departs then (events at
-  // the horizon are handled), with its own frames, and the instant of its hang-up is no frame of
-  // it. Compared in whole nanoseconds, so that 0.1 s against a horizon of 0.1 s is equal.
-  const Time left = horizon_ - start;
-  const double left_s = to_seconds(left);
-  const Time call =
-      duration_s > 2 * left_s + 1 ? left + 1 : std::max<Time>(1, from_seconds(duration_s));
-  const bool outlives = call > left;
-  const Time d = outlives ? 0 : call;
-  const int64_t frames =
-      outlives ? std::max<Time>(0, horizon_ - start) / period_ + 2 : kv::ceil_div(d, period_);
+  const CallSpan call = call_span(start, duration_s, horizon_, period_);
+  const int64_t frames = call.frames;
   int64_t reserve = 0;
   if (memory_guard_) {
     Session probe;
@@ -198,12 +190,8 @@ void Engine::on_arrival(Time now) {
   s.reserve = reserve;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
   s.frames_total = frames;
-  if (outlives) {
-    s.end = kNever;
-  } else {
-    s.end = start + d;
-    events_.push(s.end, EventKind::kDeparture, id, s.incarnation);
-  }
+  s.end = call.end;
+  if (s.end != kNever) events_.push(s.end, EventKind::kDeparture, id, s.incarnation);
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
   if (preempt_policy_) admit_stack_.push_back({id, s.admit_order});
@@ -704,15 +692,7 @@ void Engine::on_control(Time now) {
   const int64_t before = admission_->cap();
   admission_->on_interval(sig);
   const int64_t after = admission_->cap();
-  auto& a = result_.admission;
-  ++a.control_intervals;
-  if (after > before) ++a.increases;
-  if (after < before) {
-    ++a.decreases;
-    if (!a.first_decrease_s) a.first_decrease_s = to_seconds(now);
-  }
-  max_cap_seen_ = std::max(max_cap_seen_, after);
-  if (2 * now >= horizon_) ++last_half_caps_[after];
+  admission_record_.interval(now, before, after);
   hist.clear();
   if (now + control_period_ <= horizon_) events_.push(now + control_period_, EventKind::kControl);
 }
@@ -727,63 +707,12 @@ void Engine::summarise_admission() {
     }
     a.join_delay_max_ms = 1e3 * to_seconds(join_delay_max_);
   }
-  const int64_t cap = admission_->cap();
-  a.capped = cap != kNoCap;
-  a.adaptive = control_on_;
-  if (!a.capped) return;
-  a.initial_cap = control_on_ ? scenario_.admission.control_loop().initial_cap : cap;
-  a.final_cap = cap;
-  a.max_cap = std::max(a.initial_cap, max_cap_seen_);
-  a.memory_guard = memory_guard_;
-  a.memory_cap = memory_cap_;
-  if (last_half_caps_.empty()) last_half_caps_[cap] = 1;
-  std::map<int64_t, int64_t> last_half_live = ledger_.last_half_live();
-  if (last_half_live.empty()) last_half_live[live_] = 1;
-  // The p-quantile of a last-half distribution (value -> instants): the smallest value whose
-  // cumulative count reaches p x n.
-  auto q = [](const std::map<int64_t, int64_t>& m, double p) {
-    int64_t n = 0;
-    for (const auto& [v, k] : m) n += k;
-    const int64_t rank =
-        std::clamp<int64_t>(static_cast<int64_t>(std::ceil(p * static_cast<double>(n))), 1, n);
-    int64_t seen = 0;
-    for (const auto& [v, k] : m) {
-      seen += k;
-      if (seen >= rank) return static_cast<double>(v);
-    }
-    return static_cast<double>(m.rbegin()->first);
-  };
-  a.n_star = q(last_half_live, 0.5);
-  a.live_p5 = q(last_half_live, 0.05);
-  a.live_p95 = q(last_half_live, 0.95);
-  a.cap_median = q(last_half_caps_, 0.5);
-  a.cap_p5 = q(last_half_caps_, 0.05);
-  a.cap_p25 = q(last_half_caps_, 0.25);
-  a.cap_p75 = q(last_half_caps_, 0.75);
-  a.cap_p95 = q(last_half_caps_, 0.95);
-  auto flag = [&](const char* name, std::string why) {
-    a.flags.push_back(name);
-    a.flag_reasons.push_back(std::move(why));
-  };
-  if (result_.first_stall_s) {
-    flag("stalled",
-         fmt::format("the pool refused an allocation at {:.6g} s", *result_.first_stall_s));
-  }
-  if (static_cast<double>(cap) < 0.5 * *a.n_star) {
-    flag("collapsed",
-         fmt::format("the cap ended at {}, below half of N* = {:.6g}", cap, *a.n_star));
-  }
-  if (ledger_.missed_deadlines()) {
-    flag("missed_deadlines", "over 1% of the last half's due frames were late or silent");
-  }
-  // A controller that never raised its cap measured nothing: N* is where it started (or below),
-  // not a concurrency it found the engine could serve.
-  if (control_on_ && a.increases == 0) {
-    flag("never_raised",
-         fmt::format("the cap never rose above its initial {} in {} control intervals: N* is the "
-                     "starting cap, not a concurrency the controller found (no interval had "
-                     "headroom with the cap in use)",
-                     a.initial_cap, a.control_intervals));
+  admission_record_.summarise(
+      a, {admission_->cap(), control_on_, scenario_.admission.control_loop().initial_cap, live_,
+          &ledger_.last_half_live(), ledger_.missed_deadlines(), result_.first_stall_s});
+  if (a.capped) {
+    a.memory_guard = memory_guard_;
+    a.memory_cap = memory_cap_;
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/admission/admission_controller.h"
+#include "sim/admission/admission_record.h"
 #include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/pass_shape.h"
@@ -227,10 +228,7 @@ class Engine {
   bool control_true_ = false;  // signal: true latency (padded frames censored) vs reported
   Time control_period_ = 0;
   double last_signal_s_ = std::numeric_limits<double>::quiet_NaN();  // the controller's last read
-  // Caps after each control instant in the last half of the horizon (value -> intervals), and the
-  // largest cap seen: bounded by the distinct caps, not by the horizon.
-  std::map<int64_t, int64_t> last_half_caps_;
-  int64_t max_cap_seen_ = 0;
+  AdmissionRecord admission_record_{horizon_};  // the cap's moves, summarised at the end
   // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
   bool memory_guard_ = false;
   int64_t reserved_ = 0;

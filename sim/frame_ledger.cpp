@@ -1,6 +1,7 @@
 #include "sim/frame_ledger.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace metronome {
 
@@ -41,6 +42,19 @@ void FrameLedger::by_deadline(Time silence_deadline, Time latency, int64_t count
   const size_t k = ahead_of(silence_deadline);
   ahead_served_[k] += count;
   if (latency <= deadline_) ahead_on_time_[k] += count;
+}
+
+double counted_quantile(const std::map<int64_t, int64_t>& m, double p) {
+  int64_t n = 0;
+  for (const auto& [v, k] : m) n += k;
+  const int64_t rank =
+      std::clamp<int64_t>(static_cast<int64_t>(std::ceil(p * static_cast<double>(n))), 1, n);
+  int64_t seen = 0;
+  for (const auto& [v, k] : m) {
+    seen += k;
+    if (seen >= rank) return static_cast<double>(v);
+  }
+  return static_cast<double>(m.rbegin()->first);
 }
 
 void FrameLedger::depart(const Session& s) {

@@ -36,6 +36,10 @@ struct EngineGauges {
   double signal_s = std::numeric_limits<double>::quiet_NaN();  // the controller's last read
 };
 
+// The p-quantile of a distribution held as value -> instants (a last half's live sessions or
+// caps): the smallest value whose cumulative count reaches p x n. `m` must not be empty.
+double counted_quantile(const std::map<int64_t, int64_t>& m, double p);
+
 class FrameLedger {
  public:
   // `result` and `observer` (which may be null) must outlive the ledger.
@@ -84,6 +88,8 @@ class FrameLedger {
   // A caller hangs up: its frames not served by then are silent.
   void depart(const Session& s);
 
+  // The instant of the next sample (the one a gauges() call inside sample_until is read for).
+  Time next_sample() const { return next_sample_; }
   // Whether a sample is due by `t` (sample_until would take one).
   bool sample_due(Time t) const { return next_sample_ <= t && next_sample_ <= horizon_; }
   // Takes every sample due by `t`; `gauges()` gives the engine's state at the sample.

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `metronome book`: a live run's records booked by the simulator's ledger. Against an outside
+# count of the committed records (frames due: released by the horizon; served: last token by the
+# horizon; silent: due without a last token within silence_after_s), the same bytes on a rerun,
+# the folder written as simulate writes one, and records of another scenario refused (exit 2
+# naming the file, line and field).
+#   book_test.sh <metronome binary> <source dir>
+set -u
+source "$(dirname "$0")/../cli/cli_lib.sh"
+py=/usr/bin/python3
+
+for case in unbounded_stall per_frame_prefix aimd_unbounded; do
+  rec="$src/results/live/$case/live" scen="$src/scenarios/live/$case.json"
+  cases=$((cases + 1))
+  if ! "$bin" book --scenario "$scen" --records "$rec" --out "$tmp/$case" >/dev/null 2>"$tmp/err"; then
+    fail "book $case: $(head -c 400 "$tmp/err")"
+    continue
+  fi
+  cases=$((cases + 1))
+  for f in summary.json timeseries.csv scenario.json; do
+    [ -s "$tmp/$case/$f" ] || fail "book $case: $f missing"
+  done
+  cases=$((cases + 1))
+  "$bin" book --scenario "$scen" --records "$rec" --out "$tmp/${case}_again" >/dev/null 2>&1
+  cmp -s "$tmp/$case/summary.json" "$tmp/${case}_again/summary.json" &&
+    cmp -s "$tmp/$case/timeseries.csv" "$tmp/${case}_again/timeseries.csv" ||
+    fail "book $case: a rerun wrote other bytes"
+  cases=$((cases + 1))
+  msg=$("$py" - "$tmp/$case/summary.json" "$rec/frames.csv" <<'PY'
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+s, r = j["scenario"], j["result"]
+h, silence = s["horizon_s"], s["engine"]["silence_after_s"]
+rows = list(csv.DictReader(open(sys.argv[2])))
+due = [x for x in rows if float(x["release_s"]) <= h]
+done = [x for x in due if x["done_s"] != "" and float(x["done_s"]) <= h]
+silent = [x for x in due if x["done_s"] == "" or float(x["done_s"]) - float(x["release_s"]) > silence]
+want = {"frames_due": len(due), "frames_served": len(done), "frames_silent": len(silent)}
+bad = [f"{k} {r[k]} (counted {v})" for k, v in want.items() if r[k] != v]
+print("; ".join(bad))
+PY
+)
+  [ -z "$msg" ] || fail "book $case: $msg"
+done
+
+# Records of another scenario, or damaged ones, are refused.
+rec="$src/results/live/unbounded_stall/live" scen="$src/scenarios/live/unbounded_stall.json"
+expect_error 'frames.csv:[0-9]+: release_s .* expected .*not a recording of this scenario' \
+  book --scenario "$scen" --set workload.frame_period_s=0.2 --records "$rec"
+expect_error 'frames.csv:[0-9]+: session [4-7]: expected a caller of the scenario \(0 to 3\)' \
+  book --scenario "$scen" --set workload.arrival.sessions=4 --records "$rec"
+mkdir -p "$tmp/cut"
+cp "$rec/run.json" "$tmp/cut/"
+grep -v '^3,7,' "$rec/frames.csv" >"$tmp/cut/frames.csv"
+expect_error 'session 3 frame 7 \(released at .*\) is missing' book --scenario "$scen" --records "$tmp/cut"
+sed 's/^3,7,\([^,]*\),\([^,]*\),\([^,]*\),[^,]*,/3,7,\1,\2,\3,-1,/' "$rec/frames.csv" >"$tmp/cut/frames.csv"
+expect_error 'frames.csv:[0-9]+: done_s .*expected at or after release_s' book --scenario "$scen" --records "$tmp/cut"
+expect_error 'frames.csv.*(missing|No such file|not found)' book --scenario "$scen" --records "$tmp/nothing"
+finish book
