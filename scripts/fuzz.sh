@@ -3,6 +3,7 @@
 # with every shipped input of their kind and every past finding:
 #   scenario     the scenario loader, --set lines, then a short simulation (tests/fuzz/scenario_fuzzer.cpp)
 #   sweep_spec   sweep files, --grid / --seeds / --shard arguments (sweep_spec_fuzzer.cpp)
+#   hf_config    HuggingFace config.json files as model=hf: reads them, sized and predicted
 #   calibration  the calibration reader, its cost model, step bounds and `calibrate report`
 #   option       the predict/capacity command lines: option validators and --set (option_fuzzer.cpp)
 # Exits non-zero on any crash, sanitizer report, uncaught exception, broken invariant or timeout;
@@ -22,7 +23,7 @@ while (($#)); do
     *) echo "fuzz.sh: unknown argument $1 (expected --runs N, --time SECONDS or --target NAME)" >&2; exit 2 ;;
   esac
 done
-((${#targets[@]})) || targets=(scenario sweep_spec calibration option)
+((${#targets[@]})) || targets=(scenario sweep_spec hf_config calibration option)
 [[ -n $runs ]] || { ((time_limit > 0)) && runs=-1 || runs=3000; }
 
 # A value nested 60,000 levels deep crashed the loader once (issue 19); too long for -max_len, so it
@@ -35,6 +36,7 @@ seeds_of() {
   case $1 in
     scenario) ls scenarios/*.json scenarios/*/*.json tests/sim/golden/*.scenario.json ;;
     sweep_spec) ls tests/fuzz/seeds/sweep_spec/* ;;
+    hf_config) ls tests/sim/hf_configs/*/config.json ;;
     calibration) ls results/calibration/*.json | grep -v _bench ;;
     option) ls tests/fuzz/seeds/option/* ;;
   esac

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/config_error.h"
+#include "sim/json_file.h"
 #include "sim/json_section.h"
 
 namespace metronome {
@@ -25,6 +26,45 @@ int64_t dtype_bytes(const std::string& dtype, std::vector<std::string>& notes) {
   return 0;
 }
 
+// A multimodal checkpoint's sub-models beside its language model (encoders, a talker, a
+// vocoder): every object-valued "*_config" under `c` but the language model's own, by path.
+void other_parts(const nlohmann::json& c, const std::string& prefix, const nlohmann::json* lm,
+                 std::vector<std::string>& out) {
+  for (const auto& item : c.items()) {
+    const std::string& k = item.key();
+    const auto& v = item.value();
+    if (!v.is_object() || !k.ends_with("_config") || k == "quantization_config") continue;
+    if (&v == lm) continue;
+    // The sub-model that holds the language model: only its other parts count.
+    bool holds_lm = false;
+    for (const auto& sub : v.items()) holds_lm = holds_lm || &sub.value() == lm;
+    if (holds_lm) {
+      other_parts(v, prefix + k + ".", lm, out);
+    } else {
+      out.push_back(prefix + k);
+    }
+  }
+}
+
+// The checkpoint's own byte count (model.safetensors.index.json beside config.json: its
+// metadata.total_size), or 0 when there is none.
+double checkpoint_bytes(const std::string& config_path, std::string& index_path) {
+  const std::filesystem::path index =
+      std::filesystem::path(config_path).parent_path() / "model.safetensors.index.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(index, ec)) return 0;
+  index_path = index.string();
+  const nlohmann::json j = read_json_file(index_path, "safetensors index");
+  if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() ||
+      !j["metadata"].contains("total_size") || !j["metadata"]["total_size"].is_number() ||
+      !(j["metadata"]["total_size"].get<double>() > 0)) {
+    throw ConfigError(index_path +
+                      ": metadata.total_size: expected the checkpoint's size in "
+                      "bytes, a number > 0");
+  }
+  return j["metadata"]["total_size"].get<double>();
+}
+
 }  // namespace
 
 nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::string& path) {
@@ -32,14 +72,27 @@ nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::strin
   std::vector<std::string> notes;
   const nlohmann::json* cfg = &root;
   std::string where = path;
-  // Multimodal checkpoints keep the language model, which holds the KV, under text_config.
-  if (!has(root, "num_hidden_layers") && root.contains("text_config") &&
-      root["text_config"].is_object()) {
-    cfg = &root["text_config"];
-    notes.push_back("shapes read from text_config (the language model holds the KV)");
+  // Multimodal checkpoints keep the language model, which holds the KV, under text_config; an
+  // omni model (Qwen2.5-Omni, Qwen3-Omni) under its thinker's text_config.
+  std::string section;
+  if (!has(root, "num_hidden_layers")) {
+    if (root.contains("text_config") && root["text_config"].is_object()) {
+      cfg = &root["text_config"];
+      section = "text_config";
+    } else if (root.contains("thinker_config") && root["thinker_config"].is_object() &&
+               root["thinker_config"].contains("text_config") &&
+               root["thinker_config"]["text_config"].is_object()) {
+      cfg = &root["thinker_config"]["text_config"];
+      section = "thinker_config.text_config";
+    }
+    if (!section.empty()) {
+      notes.push_back("shapes read from " + section + " (the language model holds the KV)");
+    }
   }
+  std::vector<std::string> parts;
+  if (cfg != &root) other_parts(root, "", cfg, parts);
   const nlohmann::json& c = *cfg;
-  JsonSection s(c, path, cfg == &root ? "" : "text_config");
+  JsonSection s(c, path, section);
   const std::string type = has(c, "model_type") && c["model_type"].is_string()
                                ? c["model_type"].get<std::string>()
                                : (has(root, "model_type") && root["model_type"].is_string()
@@ -94,8 +147,9 @@ nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::strin
     notes.push_back("WARNING: num_key_value_heads absent: " + std::to_string(heads) +
                     " KV heads assumed (multi-head attention, as transformers assumes), the "
                     "most KV per token a model of these shapes can have" +
-                    (near.empty() ? std::string()
-                                  : "; the config has " + near + ": a misspelt num_key_value_heads?"));
+                    (near.empty()
+                         ? std::string()
+                         : "; the config has " + near + ": a misspelt num_key_value_heads?"));
   }
   int64_t head_dim = 0;
   if (s.has("head_dim")) {
@@ -234,6 +288,20 @@ nlohmann::json model_from_hf_config(const nlohmann::json& root, const std::strin
   m["tie_word_embeddings"] = tied;
   if (s.has("max_position_embeddings")) {
     m["max_context_tokens"] = s.integer("max_position_embeddings", std::nullopt, 1, 1'000'000'000);
+  }
+  // The weights on the device are the whole checkpoint's where it says its size; from the shapes,
+  // only the language model's are counted, and the other parts are named.
+  std::string index_path;
+  const double total = checkpoint_bytes(path, index_path);
+  std::string listed;
+  for (const auto& p : parts) listed += (listed.empty() ? "" : ", ") + p;
+  if (total > 0 && dtype != "float32") {
+    m["weight_bytes"] = total;
+    notes.push_back("weight_bytes " + std::to_string(static_cast<int64_t>(total)) +
+                    " B: the checkpoint's size (" + index_path + ", metadata.total_size)" +
+                    (parts.empty() ? std::string() : ", with " + listed));
+  } else if (!parts.empty()) {
+    m["weights_not_counted"] = parts;  // parse_model warns unless weight_bytes is given
   }
   m["notes"] = notes;
   return m;

@@ -31,6 +31,8 @@ struct ModelConfig {
   int64_t max_context_tokens = 0;
   std::string loaded_from;
   std::vector<std::string> notes;
+  // Sub-models of a multimodal checkpoint whose weights the shapes do not count (hf_config.h).
+  std::vector<std::string> weights_not_counted;
 
   bool moe() const { return experts > 0; }
 

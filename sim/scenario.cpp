@@ -124,9 +124,26 @@ ModelConfig parse_model(JsonSection m) {
   c.attention_bias = m.one_of("attention_bias", c.attention_bias, {"none", "qkv", "all"});
   c.tie_word_embeddings = m.boolean("tie_word_embeddings", false);
   c.max_context_tokens = m.integer("max_context_tokens", 0, 0, 1'000'000'000);
+  const bool has_parts = m.has("weights_not_counted");
+  if (const auto& parts = m.raw("weights_not_counted"); has_parts) {
+    if (!parts.is_array()) m.fail("weights_not_counted", "an array of sub-model names");
+    for (const auto& p : parts) {
+      if (!p.is_string()) m.fail("weights_not_counted", "an array of sub-model names");
+      c.weights_not_counted.push_back(p.get<std::string>());
+    }
+  }
   if (m.has("weight_bytes")) {
     c.weight_bytes = m.in_range("weight_bytes", std::nullopt, 0, kMaxBytes);
   } else {
+    if (!c.weights_not_counted.empty()) {
+      std::string listed;
+      for (const auto& p : c.weights_not_counted) listed += (listed.empty() ? "" : ", ") + p;
+      c.notes.push_back("WARNING: the checkpoint also holds " + listed +
+                        ": their weights are not counted (only the language model's, from its "
+                        "shapes), so the KV pool comes out too large by their size; put the "
+                        "checkpoint's model.safetensors.index.json beside config.json, or give "
+                        "--set model.weight_bytes=B");
+    }
     m.raw("weight_bytes");
     const double params = c.total_params();
     c.weight_bytes = params * c.weight_bytes_per_param;
@@ -276,8 +293,7 @@ WorkloadConfig parse_workload(JsonSection w) {
   if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
   // The clock counts whole nanoseconds: a period it would round by more than a millionth of
   // itself (1.5 ns runs as 2 ns) is refused rather than silently changed.
-  if (const double ns = c.frame_period_s * 1e9;
-      std::fabs(ns - std::round(ns)) > 1e-6 * ns) {
+  if (const double ns = c.frame_period_s * 1e9; std::fabs(ns - std::round(ns)) > 1e-6 * ns) {
     w.fail("frame_period_s", "a whole number of nanoseconds (the simulator's clock), got " +
                                  nlohmann::json(c.frame_period_s).dump() + " s");
   }
@@ -801,6 +817,7 @@ nlohmann::json to_json(const Scenario& s) {
   if (m.max_context_tokens > 0) model["max_context_tokens"] = m.max_context_tokens;
   if (!m.loaded_from.empty()) model["loaded_from"] = m.loaded_from;
   if (!m.notes.empty()) model["notes"] = m.notes;
+  if (!m.weights_not_counted.empty()) model["weights_not_counted"] = m.weights_not_counted;
   json gpu = {{"name", s.gpu.name},
               {"memory_bytes", s.gpu.memory_bytes},
               {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},

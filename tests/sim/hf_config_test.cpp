@@ -158,5 +158,52 @@ TEST(HfConfigShapes, BadConfigsNameTheFileAndField) {
   }
 }
 
+// Qwen2.5-Omni-7B's config.json keeps its language model under thinker_config.text_config (as
+// published); the audio and vision encoders, the talker and the vocoder beside it are trimmed to a
+// few fields in the test copy, since only their presence is read.
+TEST(HfConfigShapes, OmniCheckpointReadsTheThinkersLanguageModelAndNamesTheRest) {
+  const Scenario s = load("qwen2.5-omni-7b");
+  EXPECT_EQ(s.model.layers, 28);
+  EXPECT_EQ(s.model.kv_heads, 4);
+  EXPECT_EQ(s.model.kv_bytes_per_token(), 2 * 28 * 4 * 128 * 2);
+  EXPECT_NEAR(s.model.total_params() / 7.62e9, 1.0, 0.005);  // Qwen2.5-7B's language model
+  EXPECT_DOUBLE_EQ(s.model.weight_bytes, 2 * s.model.total_params());
+  std::string warned;
+  for (const auto& w : s.warnings) warned += w + "\n";
+  for (const char* part : {"thinker_config.audio_config", "thinker_config.vision_config",
+                           "talker_config", "token2wav_config"}) {
+    EXPECT_NE(warned.find(part), std::string::npos) << part << " not named in: " << warned;
+  }
+  EXPECT_EQ(warned.find("thinker_config.text_config"), std::string::npos) << warned;
+}
+
+TEST(HfConfigShapes, ACheckpointsIndexGivesTheWeightsOnTheDevice) {
+  const auto dir = std::filesystem::temp_directory_path() / "metronome_hf_omni_index";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(
+      std::string(METRONOME_SOURCE_DIR) + "/tests/sim/hf_configs/qwen2.5-omni-7b/config.json",
+      dir / "config.json", std::filesystem::copy_options::overwrite_existing);
+  const std::string index = (dir / "model.safetensors.index.json").string();
+  std::ofstream(index) << R"({"metadata": {"total_size": 21400000000}, "weight_map": {}})";
+  const Scenario s = load_scenario("", {"model=hf:" + (dir / "config.json").string()});
+  EXPECT_DOUBLE_EQ(s.model.weight_bytes, 21.4e9);
+  for (const auto& w : s.warnings) EXPECT_EQ(w.find("not counted"), std::string::npos) << w;
+  EXPECT_EQ(size_pool(s).num_blocks, hand_blocks(21.4e9, s.model.kv_bytes_per_token()));
+  // Without its index the pool is larger by the uncounted parts' bytes.
+  const Scenario lm_only = load("qwen2.5-omni-7b");
+  EXPECT_GT(size_pool(lm_only).num_blocks, size_pool(s).num_blocks);
+
+  std::ofstream(index) << R"({"weight_map": {}})";
+  try {
+    load_scenario("", {"model=hf:" + (dir / "config.json").string()});
+    FAIL() << "an index without metadata.total_size was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(index + ": metadata.total_size: expected"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace metronome
