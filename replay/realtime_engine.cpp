@@ -9,8 +9,10 @@
 #include <stdexcept>
 
 #include "sim/admission/admission_controller.h"
+#include "sim/call_span.h"
 #include "sim/config_error.h"
 #include "sim/pool_sizing.h"
+#include "sim/recorded_run.h"
 #include "sim/rng.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
@@ -186,7 +188,9 @@ RealtimeResult RealtimeEngine::run() {
         handle_events(horizon_, false);
         break;
       }
-      handle_events(done, true);  // departures up to and at done, arrivals strictly before it
+      // The simulator's order at one instant: the step ends, then departures, then arrivals; what
+      // happens at `done` itself waits for the next turn of the loop.
+      handle_events(done, true);
       on_step_done(done);
     } else {
       clock_.sleep_until(next_wake(now));
@@ -196,28 +200,28 @@ RealtimeResult RealtimeEngine::run() {
   return std::move(result_);
 }
 
-// Departures and arrivals up to `upto` in time order; at equal times a departure goes first (the
-// simulator's event order: departure, step done, arrival).
-void RealtimeEngine::handle_events(Time upto, bool strictly_before_arrivals) {
+// Departures and arrivals up to `upto` (or strictly before it) in time order; at equal times a
+// departure goes first, as in the simulator's event queue (sim/event_queue.h).
+void RealtimeEngine::handle_events(Time upto, bool strictly_before) {
+  const auto due = [&](Time t) { return strictly_before ? t < upto : t <= upto; };
   while (true) {
     Session* dep = nullptr;
     for (auto& s : sessions_) {
-      if (s->live && s->end <= upto && (!dep || s->end < dep->end)) dep = s.get();
+      if (s->live && due(s->end) && (!dep || s->end < dep->end)) dep = s.get();
     }
-    const bool arr = next_arrival_ < schedule_.size() &&
-                     (strictly_before_arrivals ? schedule_[next_arrival_].t < upto
-                                               : schedule_[next_arrival_].t <= upto);
+    const bool arr = next_arrival_ < schedule_.size() && due(schedule_[next_arrival_].t);
     if (dep && (!arr || dep->end <= schedule_[next_arrival_].t)) {
       on_departure(*dep);
     } else if (arr) {
-      on_arrival(schedule_[next_arrival_++]);
+      on_arrival(schedule_[next_arrival_], static_cast<int64_t>(next_arrival_));
+      ++next_arrival_;
     } else {
       return;
     }
   }
 }
 
-void RealtimeEngine::on_arrival(const Arrival& a) {
+void RealtimeEngine::on_arrival(const Arrival& a, int64_t caller) {
   ++result_.run.sessions_arrived;
   if (live_ >= cap_) {
     ++result_.run.sessions_rejected;
@@ -226,16 +230,11 @@ void RealtimeEngine::on_arrival(const Arrival& a) {
   auto sp = std::make_unique<Session>(window_, block_size_);
   Session& s = *sp;
   s.id = static_cast<int64_t>(sessions_.size());
+  s.caller = caller;
   s.arrival = a.t;
-  const double left_s = to_seconds(horizon_ - a.t);
-  if (a.duration_s >= left_s) {  // outlives the run: never departs
-    s.end = kNever;
-    s.frames_total = (horizon_ - a.t) / period_ + 2;
-  } else {
-    const Time d = std::max<Time>(1, from_seconds(a.duration_s));
-    s.end = a.t + d;
-    s.frames_total = kv::ceil_div(d, period_);
-  }
+  const CallSpan call = call_span(a.t, a.duration_s, horizon_, period_);
+  s.end = call.end;
+  s.frames_total = call.frames;
   s.admit_order = next_admit_order_++;
   s.next_release = a.t;
   sessions_.push_back(std::move(sp));
@@ -489,30 +488,27 @@ void RealtimeEngine::finish() {
       result_.frames.push_back({s->id, k, s->arrival + k * period_, kNever});
     }
   }
-  const double pad = to_seconds(silence_after_);
+  // The frames are booked by the simulator's own ledger, as a recording of a real engine is.
+  RecordedRun rec;
+  rec.source = "replay";
+  rec.frames.reserve(result_.frames.size());
   for (const FrameRecord& f : result_.frames) {
-    ++r.frames_due;
-    if (f.served == kNever) {
-      ++r.frames_silent;
-      r.true_latency.add_censored(1);
-      r.reported_latency.add(pad);
-      if (silence_after_ > deadline_) ++r.frames_reported_late;
-      continue;
-    }
-    const Time lat = f.served - f.release;
-    ++r.frames_served;
-    r.tokens_produced += n_out_;
-    r.true_latency.add(to_seconds(lat));
-    if (lat <= deadline_) ++r.frames_on_time;
-    if (lat <= silence_after_) {
-      r.reported_latency.add(to_seconds(lat));
-      if (lat > deadline_) ++r.frames_reported_late;
-    } else {
-      ++r.frames_silent;
-      r.reported_latency.add(pad);
-      if (silence_after_ > deadline_) ++r.frames_reported_late;
-    }
+    RecordedRun::Frame x;
+    x.session = sessions_[static_cast<size_t>(f.session)]->caller;
+    x.frame = f.frame;
+    x.release_s = to_seconds(f.release);
+    if (f.served != kNever) x.done_s = to_seconds(f.served);
+    rec.frames.push_back(std::move(x));
   }
+  const RunResult books = book_recorded_run(scenario_, pool_.num_blocks(), rec, nullptr);
+  r.frames_due = books.frames_due;
+  r.frames_served = books.frames_served;
+  r.frames_on_time = books.frames_on_time;
+  r.frames_silent = books.frames_silent;
+  r.frames_reported_late = books.frames_reported_late;
+  r.tokens_produced = books.tokens_produced;
+  r.reported_latency = books.reported_latency;
+  r.true_latency = books.true_latency;
   std::sort(result_.frames.begin(), result_.frames.end(),
             [](const FrameRecord& a, const FrameRecord& b) {
               return a.release != b.release ? a.release < b.release : a.session < b.session;

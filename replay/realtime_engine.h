@@ -9,8 +9,9 @@
 // the same reservation at step start (kv::step_blocks blocks, all or nothing), the same exhaustion
 // policies (stall: the frame waits and the session falls silent; preempt_recompute: the newest
 // session is evicted and recomputes its history), the same passes (one ingest pass of the frame's
-// input tokens, then output - 1 one-token decode passes), and the same per-frame accounting
-// (reported latency padded at silence_after_s, true latency censored when output never came). What
+// input tokens, then output - 1 one-token decode passes), the same call spans (sim/call_span.h) and
+// event order at one instant (a step ends, then departures, then arrivals). Its frames are booked
+// by the simulator's own ledger, as a recording of any real engine is (sim/recorded_run.h). What
 // differs is only that time is the wall clock and a step lasts as long as the backend takes.
 //
 // The extra write-only pass at the end of a frame appends the K/V of tokens the frame's passes did
@@ -105,6 +106,7 @@ class RealtimeEngine {
  private:
   struct Session {
     int64_t id = 0;
+    int64_t caller = 0;  // its place in the seed's arrivals (rejected callers included)
     Time arrival = 0;
     Time end = kNever;
     int64_t frames_total = 0;
@@ -122,8 +124,8 @@ class RealtimeEngine {
     double duration_s;
   };
 
-  void handle_events(Time upto, bool strictly_before_arrivals);
-  void on_arrival(const Arrival& a);
+  void handle_events(Time upto, bool strictly_before);
+  void on_arrival(const Arrival& a, int64_t caller);
   void on_departure(Session& s);
   bool try_start_step(Time now);
   bool reserve(Session& s, Time now);
