@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "quality/workers.h"
+
 namespace metronome::quality {
 
 namespace {
@@ -105,7 +107,7 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
 void window_attention(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch,
                       std::span<const kv::Window> windows, int32_t q_heads, float scale,
                       std::span<const float> q_orig, std::span<const float> q_sink,
-                      std::span<float> out) {
+                      std::span<float> out, Workers* workers) {
   if (q_heads < 1 || kv.kv_heads < 1 || q_heads % kv.kv_heads != 0) {
     throw std::invalid_argument("window_attention: q_heads must be a multiple of kv_heads");
   }
@@ -117,9 +119,15 @@ void window_attention(kernels::PagedKv<const float> kv, const kernels::FrameBatc
     throw std::invalid_argument("window_attention: q/out too small");
   }
   const int32_t tasks = batch.num_sessions * kv.kv_heads;
-  for (int32_t task = 0; task < tasks; ++task) {
-    attend(kv, batch, task / kv.kv_heads, windows[static_cast<size_t>(task / kv.kv_heads)],
-           task % kv.kv_heads, q_heads, scale, q_orig.data(), q_sink.data(), out.data());
+  const auto one = [&](int64_t task) {
+    const auto s = static_cast<int32_t>(task / kv.kv_heads);
+    attend(kv, batch, s, windows[static_cast<size_t>(s)], static_cast<int32_t>(task % kv.kv_heads),
+           q_heads, scale, q_orig.data(), q_sink.data(), out.data());
+  };
+  if (workers) {
+    workers->for_each(tasks, one);
+  } else {
+    for (int32_t task = 0; task < tasks; ++task) one(task);
   }
 }
 
