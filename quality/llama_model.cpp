@@ -132,6 +132,29 @@ int32_t KvBatch::add(kv::Window window, PositionMode mode) {
   return size() - 1;
 }
 
+void KvBatch::copy_from(int32_t dst, int32_t src) {
+  Seq& d = seqs_[static_cast<size_t>(dst)];
+  const Seq& s = seqs_[static_cast<size_t>(src)];
+  if (d.blocks.tokens() != 0) throw std::logic_error("KvBatch::copy_from: destination not empty");
+  if (!d.blocks.append(pool_, s.blocks.tokens())) {
+    throw std::runtime_error("KvBatch::copy_from: KV pool of " +
+                             std::to_string(pool_.num_blocks()) + " blocks is full");
+  }
+  // A block is contiguous in each layer's cache ([num_blocks, block_size, kv_heads, head_dim]):
+  // copy whole blocks, slots past the last token included (never read).
+  for (size_t b = 0; b < d.blocks.table().size(); ++b) {
+    const int32_t from = s.blocks.table()[b], to = d.blocks.table()[b];
+    if (from < 0) throw std::logic_error("KvBatch::copy_from: source block released");
+    for (auto& layer : layers_) {
+      const auto view = layer.view();
+      const int64_t n = int64_t{view.block_size} * view.kv_heads * view.head_dim;
+      std::copy_n(layer.k().data() + from * n, n, layer.k().data() + to * n);
+      std::copy_n(layer.v().data() + from * n, n, layer.v().data() + to * n);
+    }
+  }
+  d.blocks.release_outside_window(pool_);
+}
+
 int32_t KvBatch::blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int32_t block_size) {
   int64_t most = 0;
   for (int64_t ctx = 0; ctx < tokens; ++ctx) {

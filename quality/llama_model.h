@@ -72,6 +72,11 @@ class KvBatch {
   }
   const kernels::BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return block_size_; }
+  // Gives the empty sequence dst the KV of every token of src (the same tokens, which dst's window
+  // has seen so far exactly as src's did: quality_run.cpp's shared prefix), then releases what
+  // dst's window no longer needs. Throws std::runtime_error if the pool has too few blocks and
+  // std::logic_error if dst is not empty or src has released a block.
+  void copy_from(int32_t dst, int32_t src);
   // Blocks a pool needs for `sequences` sequences of this window, fed `chunk` tokens at a time up
   // to `tokens` in all: the maximum of kv::step_blocks over the run.
   static int32_t blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int32_t block_size);

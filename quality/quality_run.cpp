@@ -31,22 +31,49 @@ double mean_ppl(const std::vector<double>& nll, size_t from, size_t to) {
   return std::exp(s / static_cast<double>(to - from));
 }
 
+// The first step (its first token) in which a window makes a difference: before it every query of
+// the step sees every earlier key at its own position (kv::visible_keys(p, w) = p + 1, and the
+// cache position of the query is then p too), so a windowed sequence computes exactly what the
+// unbounded one does on the same tokens. n (never) for an unbounded window.
+int64_t first_windowed_step(kv::Window w, int64_t n, int64_t chunk) {
+  if (w.unbounded()) return n;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    const int64_t last = std::min(n, c0 + chunk) - 1;
+    if (kv::visible_keys(last, w) != last + 1) return c0;
+  }
+  return n;
+}
+
 // Negative log-likelihoods of every token after the first of each sequence, the sequences
 // stepped together `chunk` tokens a step (a sequence that has ended sits the step out), each
 // under its window, as a streaming engine ingests frames: one product per weight matrix and step
 // for all of them. Result [i][t - 1] for token t of sequence i; each row's value is the same
 // whatever the other sequences or the worker count (llama_model.h).
+//
+// Shared prefix: a windowed sequence with the same tokens as an unbounded one (every policy of
+// score_text) sits out the steps before its window first drops a key; its KV is then copied from
+// the unbounded sequence and its log-likelihoods so far are the unbounded ones. Rows do not depend
+// on their company, so this gives the same bytes as stepping it from the start (a test checks).
 std::vector<std::vector<double>> stream_nll(const LlamaModel& model,
                                             const std::vector<std::vector<int32_t>>& seqs,
                                             const std::vector<kv::Window>& windows,
                                             PositionMode mode, int64_t chunk, Workers& workers,
-                                            Progress* progress = nullptr) {
+                                            Progress* progress = nullptr, bool share = true) {
   const LlamaConfig& c = model.config();
+  const auto trunk = static_cast<size_t>(
+      std::find_if(windows.begin(), windows.end(), [](kv::Window w) { return w.unbounded(); }) -
+      windows.begin());
+  std::vector<int64_t> own(seqs.size(), 0);  // first step sequence i computes itself
   int32_t blocks = 0;
   int64_t longest = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const auto n = static_cast<int64_t>(seqs[i].size());
-    blocks += KvBatch::blocks_needed(windows[i], n, chunk, kBlockSize);
+    if (share && trunk < seqs.size() && i != trunk && seqs[i] == seqs[trunk]) {
+      own[i] = first_windowed_step(windows[i], n, chunk);
+    }
+    // The copy holds the prefix's blocks before the window's are released.
+    blocks += std::max(KvBatch::blocks_needed(windows[i], n, chunk, kBlockSize),
+                       static_cast<int32_t>(kv::ceil_div(own[i], kBlockSize)));
     longest = std::max(longest, n);
   }
   KvBatch kv(c, std::max(blocks, 1), kBlockSize);
@@ -56,10 +83,16 @@ std::vector<std::vector<double>> stream_nll(const LlamaModel& model,
     nll[i].assign(seqs[i].empty() ? 0 : seqs[i].size() - 1, 0.0);
   }
   for (int64_t c0 = 0; c0 < longest; c0 += chunk) {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (own[i] > 0 && own[i] == c0 && c0 < static_cast<int64_t>(seqs[i].size())) {
+        kv.copy_from(static_cast<int32_t>(i), static_cast<int32_t>(trunk));
+      }
+    }
     std::vector<std::vector<int32_t>> step(seqs.size());
     std::vector<std::pair<size_t, int64_t>> row_of;  // logits row -> (sequence, position)
     for (size_t i = 0; i < seqs.size(); ++i) {
       const auto n = static_cast<int64_t>(seqs[i].size());
+      if (c0 < own[i]) continue;
       for (int64_t p = c0; p < std::min(n, c0 + chunk); ++p) {
         step[i].push_back(seqs[i][static_cast<size_t>(p)]);
         row_of.emplace_back(i, p);
@@ -75,6 +108,10 @@ std::vector<std::vector<double>> stream_nll(const LlamaModel& model,
       }
     });
     if (progress) progress->add();
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto shared = std::min<size_t>(static_cast<size_t>(own[i]), nll[i].size());
+    std::copy_n(nll[trunk].begin(), shared, nll[i].begin());
   }
   return nll;
 }
@@ -151,7 +188,7 @@ std::vector<PerplexityResult> score_text(const LlamaModel& model,
   Workers workers(o.threads);
   const std::vector<std::vector<double>> nll =
       stream_nll(model, std::vector<std::vector<int32_t>>(policies.size(), tokens), windows,
-                 o.positions, o.chunk, workers, progress.get());
+                 o.positions, o.chunk, workers, progress.get(), o.share_prefix);
   if (progress) progress->finish();
   std::vector<PerplexityResult> out;
   for (size_t i = 0; i < policies.size(); ++i) {

@@ -198,6 +198,30 @@ TEST(SmolLM2, SameBytesForAnyThreadCountAndAnyCompany) {
   }
 }
 
+// Windowed policies start from the unbounded policy's KV where their window has not yet dropped a
+// key (quality_run.cpp): the same bytes as stepping each from its first token.
+TEST(SmolLM2, SharedPrefixGivesTheSameBytes) {
+  REQUIRE_ASSETS();
+  const Assets& a = *assets();
+  const auto all = a.tok->encode(a.text.substr(0, 2000));
+  const std::vector<int32_t> ids(all.begin(), all.begin() + 200);
+  const std::vector<KvPolicy> pol{{"full", kv::Window{}},
+                                  {"w40", kv::Window{40, 0}},
+                                  {"s4w100", kv::Window{100, 4}},
+                                  {"s8w300", kv::Window{300, 8}}};
+  QualityOptions o;
+  o.chunk = 32;
+  o.from = 41;
+  o.threads = 2;
+  const auto shared = score_text(*a.model, ids, pol, o);
+  o.share_prefix = false;
+  const auto alone = score_text(*a.model, ids, pol, o);
+  for (size_t i = 0; i < pol.size(); ++i) {
+    EXPECT_EQ(shared[i].nll, alone[i].nll) << pol[i].name;
+    EXPECT_EQ(shared[i].ppl, alone[i].ppl) << pol[i].name;
+  }
+}
+
 // The window's pool use is bounded: a windowed sequence never holds more than the rule's
 // kv::step_blocks, and blocks_needed sizes the pool exactly for it.
 TEST(SmolLM2, WindowedSequenceHoldsOnlyItsBlocks) {
