@@ -7,8 +7,17 @@
 //     perplexity run does; logits of every token), tokens/s as the median of `reps` runs;
 //   decode: one sequence generating one token a step after a `chunk`-token prompt, tokens/s;
 //   products: each weight matrix's product alone at `chunk` rows, GFLOP/s (2 m n k per product,
-//     the median of repetitions over fresh output), and the instruction set it ran on.
+//     the median of repetitions over fresh output), and the instruction set it ran on;
+//   peak: the machine's fp32 FLOP/s per instruction set, measured on one thread ("one core") and on
+//     `threads` threads at once ("all"; on a shared machine another job's use of a core lowers it,
+//     so the roofline to compare with is threads x one core):
+//     12 independent FMA chains per thread in registers (no memory operand), enough to cover the
+//     FMA latency on every x86 core of the last decade (8 to 24 chains measure the same on this
+//     project's Zen 5 EPYC: throughput-bound), 2 FLOP per lane per FMA. This is the roofline's
+//     flat part as the cores run it (their actual clock, turbo and all), not a datasheet number.
 // The first run of each is a warm-up, not counted.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +37,38 @@
 namespace q = metronome::quality;
 
 namespace {
+
+// FLOP of `iters` steps of 12 chains of width-lane FMAs: 12 * lanes * 2 per step.
+template <int kLanes>
+double chain_flop(int64_t iters) {
+  return 24.0 * kLanes * static_cast<double>(iters);
+}
+
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iters) {
+  __m256 a[12];
+  for (auto& x : a) x = _mm256_set1_ps(1.f);
+  const __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (auto& x : a) x = _mm256_fmadd_ps(x, m, c);
+  }
+  float out = 0;
+  for (auto& x : a) out += _mm256_cvtss_f32(x);
+  return out;
+}
+
+__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iters) {
+  __m512 a[12];
+  for (auto& x : a) x = _mm512_set1_ps(1.f);
+  const __m512 m = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (auto& x : a) x = _mm512_fmadd_ps(x, m, c);
+  }
+  float out = 0;
+  for (auto& x : a) out += _mm512_cvtss_f32(x);
+  return out;
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -134,6 +175,30 @@ int main(int argc, char** argv) {
     }
     products.push_back({{"matrix", s.name}, {"n", s.n}, {"k", s.k}, {"gflops", median(gf)}});
   }
+  // Peak: the best of 20 runs of about 20 ms on every worker at once (short runs, best of many:
+  // on a shared machine a longer run is mostly a measure of the other jobs).
+  nlohmann::json peak = nlohmann::json::object(), peak_one = nlohmann::json::object();
+  const auto measure = [&](auto chains, double flop_per_iter, int on) {
+    const int64_t iters = 2'000'000;
+    double best = 0;
+    std::vector<float> sink(static_cast<size_t>(threads));
+    for (int r = 0; r < 20; ++r) {
+      const double t0 = now_s();
+      workers.run([&](int w) {
+        if (w < on) sink[static_cast<size_t>(w)] = chains(iters);
+      });
+      best = std::max(best, flop_per_iter * static_cast<double>(iters) * on / (now_s() - t0));
+    }
+    return best / 1e9;
+  };
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    peak["AVX2+FMA"] = measure(fma_chains_avx2, chain_flop<8>(1), threads);
+    peak_one["AVX2+FMA"] = measure(fma_chains_avx2, chain_flop<8>(1), 1);
+  }
+  if (__builtin_cpu_supports("avx512f")) {
+    peak["AVX-512"] = measure(fma_chains_avx512, chain_flop<16>(1), threads);
+    peak_one["AVX-512"] = measure(fma_chains_avx512, chain_flop<16>(1), 1);
+  }
   const double flop_per_token = [&] {
     // 2 n k per weight matrix and token: the layers' products and the logits.
     const double layer = static_cast<double>((h + 2 * kvd) * h + h * h + 2 * f * h + h * f);
@@ -146,7 +211,9 @@ int main(int argc, char** argv) {
                            {"weight_flop_per_token", flop_per_token},
                            {"prefill_tokens_per_s", median(pf)},
                            {"decode_tokens_per_s", median(dc)},
-                           {"products", products}};
+                           {"products", products},
+                           {"peak_gflops", peak},
+                           {"peak_gflops_one_thread", peak_one}};
   std::cout << out.dump(2) << "\n";
   return 0;
 }
