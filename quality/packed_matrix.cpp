@@ -219,13 +219,20 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
   if (ldx < k_ || ldy < n_ || m < 0) throw std::invalid_argument("PackedMatrix::multiply: strides");
   if (m == 0) return;
   const Isa isa = best_isa();
-  workers.for_range(panels_, [&](int64_t p0, int64_t p1) {
-    for (int64_t m0 = 0; m0 < m; m0 += kRowChunk) {
-      const int64_t rows = std::min(kRowChunk, m - m0);
-      for (int64_t p = p0; p < p1; ++p) {
-        rows_any(isa, x + m0 * ldx, ldx, rows, data_.data() + p * k_ * kP, k_,
-                 y + m0 * ldy + p * kP, ldy, std::min(kP, n_ - p * kP));
-      }
+  // Tasks are (row chunk, group of panels), handed out one at a time: on a shared machine a worker
+  // whose core is taken by another job leaves its share to the others instead of holding up the
+  // product (a static split waits for the slowest). Which worker computes an output does not
+  // change its chain. About 4 groups per worker keep the tasks even; a group's panels reuse the
+  // row chunk from the worker's cache.
+  const int64_t chunks = (m + kRowChunk - 1) / kRowChunk;
+  const int64_t group = std::max<int64_t>(1, panels_ / (4 * workers.size()));
+  const int64_t groups = (panels_ + group - 1) / group;
+  workers.for_each(chunks * groups, [&](int64_t task) {
+    const int64_t m0 = task / groups * kRowChunk, rows = std::min(kRowChunk, m - m0);
+    const int64_t p0 = task % groups * group, p1 = std::min(panels_, p0 + group);
+    for (int64_t p = p0; p < p1; ++p) {
+      rows_any(isa, x + m0 * ldx, ldx, rows, data_.data() + p * k_ * kP, k_, y + m0 * ldy + p * kP,
+               ldy, std::min(kP, n_ - p * kP));
     }
   });
 }

@@ -43,7 +43,7 @@ class PackedMatrix {
   }
 
   // y[i, c] = sum_j x[i, j] W[c, j] for i < m, c < n; x row stride ldx (>= k), y row stride ldy
-  // (>= n). Panels are split among the workers (each output written by one of them).
+  // (>= n). Blocks of rows and panels are shared among the workers (each output written by one).
   void multiply(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
                 Workers& workers) const;
 
