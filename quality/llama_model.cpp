@@ -8,18 +8,16 @@
 #include <utility>
 
 #include "quality/gguf_file.h"
+#include "quality/workers.h"
 #include "sim/config_error.h"
 
 namespace metronome::quality {
 
 namespace {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMatrix>;
-using Map = Eigen::Map<RowMatrix>;
-
 // Eigen blocks a matrix product by the machine's cache sizes, and the blocks set the order in which
-// each dot product's terms are summed: sizes fixed here give every machine the same rounding.
+// each dot product's terms are summed: sizes fixed here give every machine the same rounding (the
+// attention's products are Eigen's; the layers' are PackedMatrix's fixed chains).
 void fix_product_blocking() {
   static const bool fixed = [] {
     Eigen::setCpuCacheSizes(32 * 1024, 1024 * 1024, 8 * 1024 * 1024);
@@ -37,42 +35,41 @@ int32_t meta_int(const GgufFile& g, const std::string& key, int64_t lo, int64_t 
   return static_cast<int32_t>(v);
 }
 
-// y[m, n] = x[m, k] w[n, k]^T (w stored as PyTorch/GGUF keep it, [out, in]).
-void linear(const float* x, const std::vector<float>& w, int64_t m, int64_t n, int64_t k,
-            float* y) {
-  Map(y, m, n).noalias() = ConstMap(x, m, k) * ConstMap(w.data(), n, k).transpose();
+// One row of rmsnorm: y = x / sqrt(mean(x^2) + eps) * gain, the mean in double.
+void rmsnorm_row(const float* x, const std::vector<float>& gain, int64_t d, double eps, float* y) {
+  double ss = 0;
+  for (int64_t j = 0; j < d; ++j) ss += double{x[j]} * x[j];
+  const auto inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + eps));
+  for (int64_t j = 0; j < d; ++j) y[j] = x[j] * inv * gain[static_cast<size_t>(j)];
 }
 
-void rmsnorm(const float* x, const std::vector<float>& gain, int64_t m, int64_t d, double eps,
-             float* y) {
-  for (int64_t r = 0; r < m; ++r) {
-    double ss = 0;
-    for (int64_t j = 0; j < d; ++j) ss += double{x[r * d + j]} * x[r * d + j];
-    const auto inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + eps));
-    for (int64_t j = 0; j < d; ++j)
-      y[r * d + j] = x[r * d + j] * inv * gain[static_cast<size_t>(j)];
-  }
-}
-
-// Rotates each head of row r by angle pos[r] * inv_freq[i] on the pair (2i, 2i + 1).
-void rope(float* x, int64_t rows, int32_t heads, int32_t head_dim, const std::vector<int64_t>& pos,
-          const std::vector<double>& inv_freq) {
-  const int32_t half = head_dim / 2;
-  std::vector<float> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int32_t i = 0; i < half; ++i) {
-      const double a =
-          static_cast<double>(pos[static_cast<size_t>(r)]) * inv_freq[static_cast<size_t>(i)];
-      c[static_cast<size_t>(i)] = static_cast<float>(std::cos(a));
-      s[static_cast<size_t>(i)] = static_cast<float>(std::sin(a));
-    }
-    for (int32_t h = 0; h < heads; ++h) {
-      float* v = x + (r * heads + h) * head_dim;
-      for (int32_t i = 0; i < half; ++i) {
-        const float x0 = v[2 * i], x1 = v[2 * i + 1];
-        v[2 * i] = x0 * c[static_cast<size_t>(i)] - x1 * s[static_cast<size_t>(i)];
-        v[2 * i + 1] = x0 * s[static_cast<size_t>(i)] + x1 * c[static_cast<size_t>(i)];
+// cos and sin of pos[r] * inv_freq[i] for each row r and pair i: [rows, head_dim / 2] each,
+// computed once per step (every layer rotates by the same angles).
+struct RopeTable {
+  std::vector<float> c, s;
+  RopeTable(const std::vector<int64_t>& pos, const std::vector<double>& inv_freq) {
+    const size_t half = inv_freq.size();
+    c.resize(pos.size() * half);
+    s.resize(pos.size() * half);
+    for (size_t r = 0; r < pos.size(); ++r) {
+      for (size_t i = 0; i < half; ++i) {
+        const double a = static_cast<double>(pos[r]) * inv_freq[i];
+        c[r * half + i] = static_cast<float>(std::cos(a));
+        s[r * half + i] = static_cast<float>(std::sin(a));
       }
+    }
+  }
+};
+
+// Rotates each head of one row by its angles on the pair (2i, 2i + 1).
+void rope_row(float* x, int32_t heads, int32_t head_dim, const float* c, const float* s) {
+  const int32_t half = head_dim / 2;
+  for (int32_t h = 0; h < heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int32_t i = 0; i < half; ++i) {
+      const float x0 = v[2 * i], x1 = v[2 * i + 1];
+      v[2 * i] = x0 * c[i] - x1 * s[i];
+      v[2 * i + 1] = x0 * s[i] + x1 * c[i];
     }
   }
 }
@@ -135,6 +132,29 @@ int32_t KvBatch::add(kv::Window window, PositionMode mode) {
   return size() - 1;
 }
 
+void KvBatch::copy_from(int32_t dst, int32_t src) {
+  Seq& d = seqs_[static_cast<size_t>(dst)];
+  const Seq& s = seqs_[static_cast<size_t>(src)];
+  if (d.blocks.tokens() != 0) throw std::logic_error("KvBatch::copy_from: destination not empty");
+  if (!d.blocks.append(pool_, s.blocks.tokens())) {
+    throw std::runtime_error("KvBatch::copy_from: KV pool of " +
+                             std::to_string(pool_.num_blocks()) + " blocks is full");
+  }
+  // A block is contiguous in each layer's cache ([num_blocks, block_size, kv_heads, head_dim]):
+  // copy whole blocks, slots past the last token included (never read).
+  for (size_t b = 0; b < d.blocks.table().size(); ++b) {
+    const int32_t from = s.blocks.table()[b], to = d.blocks.table()[b];
+    if (from < 0) throw std::logic_error("KvBatch::copy_from: source block released");
+    for (auto& layer : layers_) {
+      const auto view = layer.view();
+      const int64_t n = int64_t{view.block_size} * view.kv_heads * view.head_dim;
+      std::copy_n(layer.k().data() + from * n, n, layer.k().data() + to * n);
+      std::copy_n(layer.v().data() + from * n, n, layer.v().data() + to * n);
+    }
+  }
+  d.blocks.release_outside_window(pool_);
+}
+
 int32_t KvBatch::blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int32_t block_size) {
   int64_t most = 0;
   for (int64_t ctx = 0; ctx < tokens; ++ctx) {
@@ -146,21 +166,30 @@ int32_t KvBatch::blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int3
 LlamaModel::LlamaModel(const GgufFile& g) : c_(LlamaConfig::from_gguf(g)) {
   fix_product_blocking();
   const int64_t h = c_.hidden, f = c_.ffn, kvd = int64_t{c_.kv_heads} * c_.head_dim;
-  embed_ = g.floats("token_embd.weight", {h, c_.vocab});
-  if (!c_.tied_embeddings) output_ = g.floats("output.weight", {h, c_.vocab});
+  {
+    const std::vector<float> e = g.floats("token_embd.weight", {h, c_.vocab});
+    if (c_.tied_embeddings) {
+      output_ = PackedMatrix(e, c_.vocab, h);
+    } else {
+      embed_ = PackedMatrix(e, c_.vocab, h);
+      output_ = PackedMatrix(g.floats("output.weight", {h, c_.vocab}), c_.vocab, h);
+    }
+  }
   out_norm_ = g.floats("output_norm.weight", {h});
   for (int32_t l = 0; l < c_.layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer L;
     L.attn_norm = g.floats(p + "attn_norm.weight", {h});
-    L.wq = g.floats(p + "attn_q.weight", {h, h});
-    L.wk = g.floats(p + "attn_k.weight", {h, kvd});
-    L.wv = g.floats(p + "attn_v.weight", {h, kvd});
-    L.wo = g.floats(p + "attn_output.weight", {h, h});
+    const std::vector<float> wq = g.floats(p + "attn_q.weight", {h, h}),
+                             wk = g.floats(p + "attn_k.weight", {h, kvd}),
+                             wv = g.floats(p + "attn_v.weight", {h, kvd});
+    L.qkv = PackedMatrix::stack({wq, wk, wv}, {h, kvd, kvd}, h);
+    L.wo = PackedMatrix(g.floats(p + "attn_output.weight", {h, h}), h, h);
     L.ffn_norm = g.floats(p + "ffn_norm.weight", {h});
-    L.wg = g.floats(p + "ffn_gate.weight", {h, f});
-    L.wu = g.floats(p + "ffn_up.weight", {h, f});
-    L.wd = g.floats(p + "ffn_down.weight", {f, h});
+    const std::vector<float> wg = g.floats(p + "ffn_gate.weight", {h, f}),
+                             wu = g.floats(p + "ffn_up.weight", {h, f});
+    L.gate_up = PackedMatrix::stack({wg, wu}, {f, f}, h);
+    L.wd = PackedMatrix(g.floats(p + "ffn_down.weight", {f, h}), h, f);
     layers_.push_back(std::move(L));
   }
   for (int32_t i = 0; i < c_.head_dim / 2; ++i) {
@@ -170,6 +199,12 @@ LlamaModel::LlamaModel(const GgufFile& g) : c_(LlamaConfig::from_gguf(g)) {
 
 std::vector<float> LlamaModel::step(KvBatch& kv,
                                     const std::vector<std::vector<int32_t>>& tokens) const {
+  Workers one(1);
+  return step(kv, tokens, one);
+}
+
+std::vector<float> LlamaModel::step(KvBatch& kv, const std::vector<std::vector<int32_t>>& tokens,
+                                    Workers& workers) const {
   const int32_t ns = kv.size();
   if (static_cast<int32_t>(tokens.size()) != ns) {
     throw std::invalid_argument("LlamaModel::step: one token list per sequence");
@@ -221,47 +256,73 @@ std::vector<float> LlamaModel::step(KvBatch& kv,
 
   const int64_t T = static_cast<int64_t>(ids.size());
   const int64_t h = c_.hidden, f = c_.ffn, kvd = int64_t{c_.kv_heads} * c_.head_dim;
+  const int64_t nqkv = h + 2 * kvd, half = c_.head_dim / 2;
   const bool any_sink_rope = pos_sink != pos;
-  std::vector<float> x(static_cast<size_t>(T * h)), hn(static_cast<size_t>(T * h));
-  std::vector<float> q(static_cast<size_t>(T * h)), qs, k(static_cast<size_t>(T * kvd)),
-      v(static_cast<size_t>(T * kvd)), att(static_cast<size_t>(T * h)),
-      tmp(static_cast<size_t>(T * h));
-  std::vector<float> g(static_cast<size_t>(T * f)), u(static_cast<size_t>(T * f));
+  const auto sz = [](int64_t n) { return static_cast<size_t>(n); };
+  std::vector<float> x(sz(T * h)), hn(sz(T * h)), qkv(sz(T * nqkv)), q(sz(T * h)),
+      qs(any_sink_rope ? sz(T * h) : 0), k(sz(T * kvd)), v(sz(T * kvd)), att(sz(T * h)),
+      tmp(sz(T * h)), gu(sz(T * 2 * f)), act(sz(T * f));
+  const PackedMatrix& embed = c_.tied_embeddings ? output_ : embed_;
   for (int64_t r = 0; r < T; ++r) {
-    std::copy_n(embed_.data() + int64_t{ids[static_cast<size_t>(r)]} * h, h, x.data() + r * h);
+    for (int64_t j = 0; j < h; ++j) x[sz(r * h + j)] = embed.at(ids[sz(r)], j);
   }
+  const RopeTable rope_orig(pos, inv_freq_);
+  const RopeTable rope_sink(any_sink_rope ? pos_sink : std::vector<int64_t>{}, inv_freq_);
   const float scale = 1.f / std::sqrt(static_cast<float>(c_.head_dim));
+  // Pointwise work is split by rows: row r is computed by one worker whatever their number.
+  const auto rows = [&](auto fn) {
+    workers.for_range(T, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) fn(r);
+    });
+  };
   for (int32_t l = 0; l < c_.layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    rmsnorm(x.data(), L.attn_norm, T, h, c_.rms_eps, hn.data());
-    linear(hn.data(), L.wq, T, h, h, q.data());
-    linear(hn.data(), L.wk, T, kvd, h, k.data());
-    linear(hn.data(), L.wv, T, kvd, h, v.data());
-    if (any_sink_rope) {
-      qs = q;
-      rope(qs.data(), T, c_.q_heads, c_.head_dim, pos_sink, inv_freq_);
-    }
-    rope(q.data(), T, c_.q_heads, c_.head_dim, pos, inv_freq_);
-    rope(k.data(), T, c_.kv_heads, c_.head_dim, pos, inv_freq_);
+    rows([&](int64_t r) {
+      if (l > 0) {  // the previous layer's FFN output joins the residual stream
+        for (int64_t j = 0; j < h; ++j) x[sz(r * h + j)] += tmp[sz(r * h + j)];
+      }
+      rmsnorm_row(x.data() + r * h, L.attn_norm, h, c_.rms_eps, hn.data() + r * h);
+    });
+    L.qkv.multiply(hn.data(), h, T, qkv.data(), nqkv, workers);
+    rows([&](int64_t r) {
+      const float* src = qkv.data() + r * nqkv;
+      std::copy_n(src, h, q.data() + r * h);
+      std::copy_n(src + h, kvd, k.data() + r * kvd);
+      std::copy_n(src + h + kvd, kvd, v.data() + r * kvd);
+      if (any_sink_rope) {
+        std::copy_n(src, h, qs.data() + r * h);
+        rope_row(qs.data() + r * h, c_.q_heads, c_.head_dim, rope_sink.c.data() + r * half,
+                 rope_sink.s.data() + r * half);
+      }
+      rope_row(q.data() + r * h, c_.q_heads, c_.head_dim, rope_orig.c.data() + r * half,
+               rope_orig.s.data() + r * half);
+      rope_row(k.data() + r * kvd, c_.kv_heads, c_.head_dim, rope_orig.c.data() + r * half,
+               rope_orig.s.data() + r * half);
+    });
     auto& cache = kv.layers_[static_cast<size_t>(l)];
     kernels::reference::append_kv_ref(cache.view(), batch, k, v);
     window_attention(std::as_const(cache).view(), batch, windows, c_.q_heads, scale, q,
-                     any_sink_rope ? qs : q, att);
-    linear(att.data(), L.wo, T, h, h, tmp.data());
-    for (int64_t i = 0; i < T * h; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
-    rmsnorm(x.data(), L.ffn_norm, T, h, c_.rms_eps, hn.data());
-    linear(hn.data(), L.wg, T, f, h, g.data());
-    linear(hn.data(), L.wu, T, f, h, u.data());
-    for (int64_t i = 0; i < T * f; ++i) {
-      const float a = g[static_cast<size_t>(i)];
-      g[static_cast<size_t>(i)] = a / (1.f + std::exp(-a)) * u[static_cast<size_t>(i)];
-    }
-    linear(g.data(), L.wd, T, h, f, tmp.data());
-    for (int64_t i = 0; i < T * h; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
+                     any_sink_rope ? qs : q, att, &workers);
+    L.wo.multiply(att.data(), h, T, tmp.data(), h, workers);
+    rows([&](int64_t r) {
+      for (int64_t j = 0; j < h; ++j) x[sz(r * h + j)] += tmp[sz(r * h + j)];
+      rmsnorm_row(x.data() + r * h, L.ffn_norm, h, c_.rms_eps, hn.data() + r * h);
+    });
+    L.gate_up.multiply(hn.data(), h, T, gu.data(), 2 * f, workers);
+    rows([&](int64_t r) {
+      const float* g = gu.data() + r * 2 * f;
+      const float* u = g + f;
+      float* out = act.data() + r * f;
+      for (int64_t i = 0; i < f; ++i) out[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];
+    });
+    L.wd.multiply(act.data(), f, T, tmp.data(), h, workers);
   }
-  rmsnorm(x.data(), out_norm_, T, h, c_.rms_eps, hn.data());
-  std::vector<float> logits(static_cast<size_t>(T * c_.vocab));
-  linear(hn.data(), c_.tied_embeddings ? embed_ : output_, T, c_.vocab, h, logits.data());
+  rows([&](int64_t r) {
+    for (int64_t j = 0; j < h; ++j) x[sz(r * h + j)] += tmp[sz(r * h + j)];
+    rmsnorm_row(x.data() + r * h, out_norm_, h, c_.rms_eps, hn.data() + r * h);
+  });
+  std::vector<float> logits(sz(T * c_.vocab));
+  output_.multiply(hn.data(), h, T, logits.data(), c_.vocab, workers);
   for (int32_t s = 0; s < ns; ++s)
     kv.seqs_[static_cast<size_t>(s)].blocks.release_outside_window(kv.pool_);
   return logits;

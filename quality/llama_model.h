@@ -10,7 +10,13 @@
 //   (quality/window_attention.h); x += attn Wo^T
 //   h = rmsnorm(x) * ffn_norm;  x += (silu(h Wg^T) * (h Wu^T)) Wd^T
 // then logits = (rmsnorm(x) * output_norm) E^T with E the output matrix (the token embedding when
-// tied). Weights are dequantized from the GGUF once, at load.
+// tied). Weights are dequantized from the GGUF once, at load, into column panels
+// (quality/packed_matrix.h: each output one fixed chain of FMAs), Wq/Wk/Wv stacked into one
+// matrix and Wg/Wu into another, so a layer is four products.
+//
+// A row's result depends on its own sequence only: products are row by row (the fixed chain),
+// attention is per sequence, norms and RoPE per row. Sequences stepped together, or alone, or on
+// any number of threads give the same bytes.
 #pragma once
 
 #include <cstdint>
@@ -22,11 +28,13 @@
 #include "core/kv_window.h"
 #include "kernels/block_table.h"
 #include "kernels/reference/paged_attention_ref.h"
+#include "quality/packed_matrix.h"
 #include "quality/window_attention.h"
 
 namespace metronome::quality {
 
 class GgufFile;
+class Workers;
 
 struct LlamaConfig {
   int32_t layers = 0;
@@ -64,6 +72,11 @@ class KvBatch {
   }
   const kernels::BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return block_size_; }
+  // Gives the empty sequence dst the KV of every token of src (the same tokens, which dst's window
+  // has seen so far exactly as src's did: quality_run.cpp's shared prefix), then releases what
+  // dst's window no longer needs. Throws std::runtime_error if the pool has too few blocks and
+  // std::logic_error if dst is not empty or src has released a block.
+  void copy_from(int32_t dst, int32_t src);
   // Blocks a pool needs for `sequences` sequences of this window, fed `chunk` tokens at a time up
   // to `tokens` in all: the maximum of kv::step_blocks over the run.
   static int32_t blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int32_t block_size);
@@ -89,16 +102,24 @@ class LlamaModel {
   // One step: new_tokens[s] are appended to sequence s (an empty list skips it). Returns the
   // logits of every new token, rows in sequence order then token order: [sum of sizes, vocab].
   // Throws std::runtime_error if the pool has too few blocks.
-  // Thread-safe for distinct KvBatches (the model is read-only); single-threaded inside.
+  // Thread-safe for distinct KvBatches (the model is read-only). Products, attention and the
+  // pointwise work are split among `workers` (the same bytes for any number of them).
+  std::vector<float> step(KvBatch& kv, const std::vector<std::vector<int32_t>>& new_tokens,
+                          Workers& workers) const;
+  // The same on the calling thread alone.
   std::vector<float> step(KvBatch& kv, const std::vector<std::vector<int32_t>>& new_tokens) const;
 
  private:
   struct Layer {
-    std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, wg, wu, wd;
+    std::vector<float> attn_norm, ffn_norm;
+    PackedMatrix qkv;      // [hidden + 2 kv_heads head_dim, hidden]: Wq, Wk, Wv stacked
+    PackedMatrix wo;       // [hidden, hidden]
+    PackedMatrix gate_up;  // [2 ffn, hidden]: Wg, Wu stacked
+    PackedMatrix wd;       // [hidden, ffn]
   };
   LlamaConfig c_;
-  std::vector<float> embed_;   // [vocab, hidden]
-  std::vector<float> output_;  // [vocab, hidden], empty when tied (embed_ is used)
+  PackedMatrix output_;  // [vocab, hidden]: the output matrix, or the token embedding when tied
+  PackedMatrix embed_;   // [vocab, hidden] when not tied; empty when tied (output_ is read)
   std::vector<float> out_norm_;
   std::vector<Layer> layers_;
   std::vector<double> inv_freq_;  // [head_dim / 2] base^(-2i / head_dim)

@@ -1,16 +1,14 @@
 #include "quality/quality_run.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <regex>
 #include <stdexcept>
-#include <thread>
 
 #include "quality/bpe_tokenizer.h"
 #include "quality/llama_model.h"
+#include "quality/workers.h"
 #include "sim/config_error.h"
 #include "sim/progress.h"
 #include "sim/report.h"
@@ -33,50 +31,87 @@ double mean_ppl(const std::vector<double>& nll, size_t from, size_t to) {
   return std::exp(s / static_cast<double>(to - from));
 }
 
-// Runs fn(0..n-1) on up to `threads` threads, one task at a time each. Tasks share nothing, so
-// each result is the same whatever the thread count; the first failing task's error is rethrown.
-template <typename Fn>
-void parallel_tasks(size_t n, int threads, Fn fn) {
-  std::atomic<size_t> next{0};
-  std::vector<std::exception_ptr> errors(n);
-  auto worker = [&]() {
-    for (size_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        fn(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+// The first step (its first token) in which a window makes a difference: before it every query of
+// the step sees every earlier key at its own position (kv::visible_keys(p, w) = p + 1, and the
+// cache position of the query is then p too), so a windowed sequence computes exactly what the
+// unbounded one does on the same tokens. n (never) for an unbounded window.
+int64_t first_windowed_step(kv::Window w, int64_t n, int64_t chunk) {
+  if (w.unbounded()) return n;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    const int64_t last = std::min(n, c0 + chunk) - 1;
+    if (kv::visible_keys(last, w) != last + 1) return c0;
   }
+  return n;
 }
 
-// Negative log-likelihoods of every token after the first of one sequence, fed `chunk` tokens a
-// step under its window, as a streaming engine ingests frames. Result [t - 1] for token t.
-std::vector<double> stream_nll(const LlamaModel& model, const std::vector<int32_t>& seq,
-                               kv::Window window, PositionMode mode, int64_t chunk,
-                               Progress* progress = nullptr) {
+// Negative log-likelihoods of every token after the first of each sequence, the sequences
+// stepped together `chunk` tokens a step (a sequence that has ended sits the step out), each
+// under its window, as a streaming engine ingests frames: one product per weight matrix and step
+// for all of them. Result [i][t - 1] for token t of sequence i; each row's value is the same
+// whatever the other sequences or the worker count (llama_model.h).
+//
+// Shared prefix: a windowed sequence with the same tokens as an unbounded one (every policy of
+// score_text) sits out the steps before its window first drops a key; its KV is then copied from
+// the unbounded sequence and its log-likelihoods so far are the unbounded ones. Rows do not depend
+// on their company, so this gives the same bytes as stepping it from the start (a test checks).
+std::vector<std::vector<double>> stream_nll(const LlamaModel& model,
+                                            const std::vector<std::vector<int32_t>>& seqs,
+                                            const std::vector<kv::Window>& windows,
+                                            PositionMode mode, int64_t chunk, Workers& workers,
+                                            Progress* progress = nullptr, bool share = true) {
   const LlamaConfig& c = model.config();
-  const auto n = static_cast<int64_t>(seq.size());
-  KvBatch kv(c, KvBatch::blocks_needed(window, n, chunk, kBlockSize), kBlockSize);
-  kv.add(window, mode);
-  std::vector<double> nll(seq.empty() ? 0 : seq.size() - 1, 0.0);
-  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
-    const int64_t c1 = std::min(n, c0 + chunk);
-    const std::vector<float> logits =
-        model.step(kv, {std::vector<int32_t>(seq.begin() + c0, seq.begin() + c1)});
-    for (int64_t p = c0; p < c1 && p + 1 < n; ++p) {
-      const std::span<const float> row(logits.data() + (p - c0) * c.vocab,
-                                       static_cast<size_t>(c.vocab));
-      nll[static_cast<size_t>(p)] = -log_prob(row, seq[static_cast<size_t>(p) + 1]);
+  const auto trunk = static_cast<size_t>(
+      std::find_if(windows.begin(), windows.end(), [](kv::Window w) { return w.unbounded(); }) -
+      windows.begin());
+  std::vector<int64_t> own(seqs.size(), 0);  // first step sequence i computes itself
+  int32_t blocks = 0;
+  int64_t longest = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto n = static_cast<int64_t>(seqs[i].size());
+    if (share && trunk < seqs.size() && i != trunk && seqs[i] == seqs[trunk]) {
+      own[i] = first_windowed_step(windows[i], n, chunk);
     }
+    // The copy holds the prefix's blocks before the window's are released.
+    blocks += std::max(KvBatch::blocks_needed(windows[i], n, chunk, kBlockSize),
+                       static_cast<int32_t>(kv::ceil_div(own[i], kBlockSize)));
+    longest = std::max(longest, n);
+  }
+  KvBatch kv(c, std::max(blocks, 1), kBlockSize);
+  std::vector<std::vector<double>> nll(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    kv.add(windows[i], mode);
+    nll[i].assign(seqs[i].empty() ? 0 : seqs[i].size() - 1, 0.0);
+  }
+  for (int64_t c0 = 0; c0 < longest; c0 += chunk) {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (own[i] > 0 && own[i] == c0 && c0 < static_cast<int64_t>(seqs[i].size())) {
+        kv.copy_from(static_cast<int32_t>(i), static_cast<int32_t>(trunk));
+      }
+    }
+    std::vector<std::vector<int32_t>> step(seqs.size());
+    std::vector<std::pair<size_t, int64_t>> row_of;  // logits row -> (sequence, position)
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const auto n = static_cast<int64_t>(seqs[i].size());
+      if (c0 < own[i]) continue;
+      for (int64_t p = c0; p < std::min(n, c0 + chunk); ++p) {
+        step[i].push_back(seqs[i][static_cast<size_t>(p)]);
+        row_of.emplace_back(i, p);
+      }
+    }
+    const std::vector<float> logits = model.step(kv, step, workers);
+    workers.for_range(static_cast<int64_t>(row_of.size()), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const auto [i, p] = row_of[static_cast<size_t>(r)];
+        if (p + 1 >= static_cast<int64_t>(seqs[i].size())) continue;
+        const std::span<const float> row(logits.data() + r * c.vocab, static_cast<size_t>(c.vocab));
+        nll[i][static_cast<size_t>(p)] = -log_prob(row, seqs[i][static_cast<size_t>(p) + 1]);
+      }
+    });
     if (progress) progress->add();
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto shared = std::min<size_t>(static_cast<size_t>(own[i]), nll[i].size());
+    std::copy_n(nll[trunk].begin(), shared, nll[i].begin());
   }
   return nll;
 }
@@ -145,14 +180,15 @@ std::vector<PerplexityResult> score_text(const LlamaModel& model,
                                          const std::vector<int32_t>& tokens,
                                          const std::vector<KvPolicy>& policies,
                                          const QualityOptions& o) {
-  std::vector<std::vector<double>> nll(policies.size());
-  const auto steps = static_cast<int64_t>(policies.size()) *
-                     ((static_cast<int64_t>(tokens.size()) + o.chunk - 1) / o.chunk);
+  const auto steps = (static_cast<int64_t>(tokens.size()) + o.chunk - 1) / o.chunk;
   const auto progress =
       o.progress ? stderr_progress("quality perplexity", steps, "steps") : nullptr;
-  parallel_tasks(policies.size(), o.threads, [&](size_t i) {
-    nll[i] = stream_nll(model, tokens, policies[i].window, o.positions, o.chunk, progress.get());
-  });
+  std::vector<kv::Window> windows;
+  for (const auto& p : policies) windows.push_back(p.window);
+  Workers workers(o.threads);
+  const std::vector<std::vector<double>> nll =
+      stream_nll(model, std::vector<std::vector<int32_t>>(policies.size(), tokens), windows,
+                 o.positions, o.chunk, workers, progress.get(), o.share_prefix);
   if (progress) progress->finish();
   std::vector<PerplexityResult> out;
   for (size_t i = 0; i < policies.size(); ++i) {
@@ -207,6 +243,7 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
       blocks += KvBatch::blocks_needed(pol.window, P + o.generate_tokens, P, kBlockSize);
     }
     KvBatch kv(c, blocks, kBlockSize);
+    Workers workers(o.threads);
     std::vector<Rng> rngs;
     for (const auto& pol : o.policies) {
       kv.add(pol.window, o.positions);
@@ -216,7 +253,7 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
     const auto progress =
         o.progress ? stderr_progress("quality generation", o.generate_tokens, "tokens") : nullptr;
     for (int64_t i = 0; i < o.generate_tokens; ++i) {
-      const std::vector<float> logits = model.step(kv, step);
+      const std::vector<float> logits = model.step(kv, step, workers);
       int64_t row = -1;
       for (size_t s = 0; s < np; ++s) {
         row += static_cast<int64_t>(step[s].size());  // the last row of sequence s
@@ -228,12 +265,10 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
     }
     if (progress) progress->finish();
     // Each continuation scored by the unbounded model, the prompt as context.
-    std::vector<std::vector<double>> nll(np);
-    parallel_tasks(np, o.threads, [&](size_t s) {
-      std::vector<int32_t> all = prompt;
-      all.insert(all.end(), gen[s].begin(), gen[s].end());
-      nll[s] = stream_nll(model, all, kv::Window{}, o.positions, o.chunk);
-    });
+    std::vector<std::vector<int32_t>> texts(np, prompt);
+    for (size_t s = 0; s < np; ++s) texts[s].insert(texts[s].end(), gen[s].begin(), gen[s].end());
+    const std::vector<std::vector<double>> nll = stream_nll(
+        model, texts, std::vector<kv::Window>(np, kv::Window{}), o.positions, o.chunk, workers);
     for (size_t s = 0; s < gen.size(); ++s) {
       GenerationResult g;
       g.policy = o.policies[s];

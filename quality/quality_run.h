@@ -41,6 +41,9 @@ struct QualityOptions {
   double temperature = 0.8;        // 0: greedy
   uint64_t seed = 1;
   int threads = 2;
+  // Windowed policies reuse the unbounded policy's steps before their window first drops a key
+  // (the same bytes; false steps each from the first token, for the test that checks this).
+  bool share_prefix = true;
   bool progress = false;  // model steps on stderr (sim/progress.h)
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "quality/workers.h"
+
 namespace metronome::quality {
 
 namespace {
@@ -69,24 +71,28 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
       }
     }
   }
+  // The rule is asked once per query and key, not once per head of the group; masked keys weigh
+  // exactly 0 and are left out of the max and the sum (adding +0 to a sum that starts at +0
+  // changes no bit, so this is the sum over visible keys in the order of j).
+  std::vector<uint8_t> visible(static_cast<size_t>(nk));
   for (int32_t i = 0; i < n; ++i) {
     const int64_t p = p_first + i;
+    for (int64_t j = 0; j < nk; ++j)
+      visible[static_cast<size_t>(j)] = kv::key_visible(p, key_pos(j), w);
     for (int32_t hh = 0; hh < group; ++hh) {
       float* row = S.row(i * group + hh).data();
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < nk; ++j) {
-        if (!kv::key_visible(p, key_pos(j), w)) {
-          row[j] = -std::numeric_limits<float>::infinity();
-        } else {
-          mx = std::max(mx, row[j]);
-        }
+        if (visible[static_cast<size_t>(j)]) mx = std::max(mx, row[j]);
       }
       double sum = 0;
       for (int64_t j = 0; j < nk; ++j) {
-        const float e =
-            row[j] == -std::numeric_limits<float>::infinity() ? 0.f : std::exp(row[j] - mx);
-        row[j] = e;
-        sum += e;
+        if (visible[static_cast<size_t>(j)]) {
+          row[j] = std::exp(row[j] - mx);
+          sum += row[j];
+        } else {
+          row[j] = 0.f;
+        }
       }
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
@@ -105,7 +111,7 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
 void window_attention(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch,
                       std::span<const kv::Window> windows, int32_t q_heads, float scale,
                       std::span<const float> q_orig, std::span<const float> q_sink,
-                      std::span<float> out) {
+                      std::span<float> out, Workers* workers) {
   if (q_heads < 1 || kv.kv_heads < 1 || q_heads % kv.kv_heads != 0) {
     throw std::invalid_argument("window_attention: q_heads must be a multiple of kv_heads");
   }
@@ -117,9 +123,15 @@ void window_attention(kernels::PagedKv<const float> kv, const kernels::FrameBatc
     throw std::invalid_argument("window_attention: q/out too small");
   }
   const int32_t tasks = batch.num_sessions * kv.kv_heads;
-  for (int32_t task = 0; task < tasks; ++task) {
-    attend(kv, batch, task / kv.kv_heads, windows[static_cast<size_t>(task / kv.kv_heads)],
-           task % kv.kv_heads, q_heads, scale, q_orig.data(), q_sink.data(), out.data());
+  const auto one = [&](int64_t task) {
+    const auto s = static_cast<int32_t>(task / kv.kv_heads);
+    attend(kv, batch, s, windows[static_cast<size_t>(s)], static_cast<int32_t>(task % kv.kv_heads),
+           q_heads, scale, q_orig.data(), q_sink.data(), out.data());
+  };
+  if (workers) {
+    workers->for_each(tasks, one);
+  } else {
+    for (int32_t task = 0; task < tasks; ++task) one(task);
   }
 }
 

@@ -27,6 +27,8 @@
 
 namespace metronome::quality {
 
+class Workers;
+
 enum class PositionMode { kCache, kOriginal };
 
 // RoPE position of the query at p: its cache slot (kCache) or p (kOriginal).
@@ -35,10 +37,12 @@ constexpr int64_t query_rope_position(int64_t p, kv::Window w, PositionMode mode
 }
 
 // q_orig, q_sink, out: [total_q, q_heads, head_dim]; windows: [num_sessions].
-// Throws std::logic_error if a visible key is in a released block.
+// Throws std::logic_error if a visible key is in a released block. The (sequence, KV head) tasks
+// are shared among `workers` when given (each task writes only its own heads' outputs, so the
+// result is the same bytes for any number of workers).
 void window_attention(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch,
                       std::span<const kv::Window> windows, int32_t q_heads, float scale,
                       std::span<const float> q_orig, std::span<const float> q_sink,
-                      std::span<float> out);
+                      std::span<float> out, Workers* workers = nullptr);
 
 }  // namespace metronome::quality

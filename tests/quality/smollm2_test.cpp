@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "quality/gguf_file.h"
 #include "quality/llama_model.h"
 #include "quality/quality_run.h"
+#include "quality/workers.h"
 
 namespace metronome::quality {
 namespace {
@@ -156,6 +158,68 @@ TEST(SmolLM2, ChunkedForwardEqualsTokenByTokenDecodeCachePositions) {
 TEST(SmolLM2, ChunkedForwardEqualsTokenByTokenDecodeOriginalPositions) {
   REQUIRE_ASSETS();
   expect_chunked_equals_streaming(PositionMode::kOriginal);
+}
+
+// Determinism: the logits are the same bytes on one thread or three, and a sequence stepped with
+// another (one product for both) gives the bytes it gives alone (llama_model.h).
+TEST(SmolLM2, SameBytesForAnyThreadCountAndAnyCompany) {
+  REQUIRE_ASSETS();
+  const Assets& a = *assets();
+  const auto all = a.tok->encode(a.text.substr(0, 1000));
+  const std::vector<int32_t> ids(all.begin(), all.begin() + 96);
+  const std::vector<kv::Window> windows{kv::Window{}, kv::Window{24, 4}};
+  // Steps of 32 tokens of each sequence in `seqs`; the logits of every step, concatenated.
+  auto run = [&](const std::vector<int>& seqs, int threads) {
+    KvBatch kv(a.model->config(), 32, 16);
+    for (const int s : seqs) kv.add(windows[static_cast<size_t>(s)], PositionMode::kCache);
+    Workers workers(threads);
+    std::vector<float> out;
+    for (int64_t c0 = 0; c0 < 96; c0 += 32) {
+      const std::vector<int32_t> chunk(ids.begin() + c0, ids.begin() + c0 + 32);
+      const auto logits =
+          a.model->step(kv, std::vector<std::vector<int32_t>>(seqs.size(), chunk), workers);
+      out.insert(out.end(), logits.begin(), logits.end());
+    }
+    return out;
+  };
+  const auto both1 = run({0, 1}, 1), both3 = run({0, 1}, 3);
+  ASSERT_EQ(both1.size(), both3.size());
+  EXPECT_EQ(std::memcmp(both1.data(), both3.data(), both1.size() * sizeof(float)), 0);
+  const auto full = run({0}, 2), windowed = run({1}, 2);
+  const size_t v = static_cast<size_t>(a.model->config().vocab), rows = 32;
+  for (size_t step = 0; step < 3; ++step) {
+    const float* pair = both1.data() + step * 2 * rows * v;
+    EXPECT_EQ(std::memcmp(pair, full.data() + step * rows * v, rows * v * sizeof(float)), 0)
+        << "full, step " << step;
+    EXPECT_EQ(
+        std::memcmp(pair + rows * v, windowed.data() + step * rows * v, rows * v * sizeof(float)),
+        0)
+        << "windowed, step " << step;
+  }
+}
+
+// Windowed policies start from the unbounded policy's KV where their window has not yet dropped a
+// key (quality_run.cpp): the same bytes as stepping each from its first token.
+TEST(SmolLM2, SharedPrefixGivesTheSameBytes) {
+  REQUIRE_ASSETS();
+  const Assets& a = *assets();
+  const auto all = a.tok->encode(a.text.substr(0, 2000));
+  const std::vector<int32_t> ids(all.begin(), all.begin() + 200);
+  const std::vector<KvPolicy> pol{{"full", kv::Window{}},
+                                  {"w40", kv::Window{40, 0}},
+                                  {"s4w100", kv::Window{100, 4}},
+                                  {"s8w300", kv::Window{300, 8}}};
+  QualityOptions o;
+  o.chunk = 32;
+  o.from = 41;
+  o.threads = 2;
+  const auto shared = score_text(*a.model, ids, pol, o);
+  o.share_prefix = false;
+  const auto alone = score_text(*a.model, ids, pol, o);
+  for (size_t i = 0; i < pol.size(); ++i) {
+    EXPECT_EQ(shared[i].nll, alone[i].nll) << pol[i].name;
+    EXPECT_EQ(shared[i].ppl, alone[i].ppl) << pol[i].name;
+  }
 }
 
 // The window's pool use is bounded: a windowed sequence never holds more than the rule's

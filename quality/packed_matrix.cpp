@@ -1,0 +1,240 @@
+#include "quality/packed_matrix.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "quality/workers.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__AVX2__) && defined(__FMA__)
+#define METRONOME_X86_SIMD 1
+#include <immintrin.h>
+#else
+#define METRONOME_X86_SIMD 0
+#endif
+
+namespace metronome::quality {
+
+namespace {
+
+constexpr int64_t kP = PackedMatrix::kPanel;
+// Rows multiplied against one panel before the next: a chunk of x (96 rows of up to 1536 floats,
+// 0.6 MB) stays in a core's L2 while the worker's panels stream past it.
+constexpr int64_t kRowChunk = 96;
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+Isa widest_isa() {
+#if METRONOME_X86_SIMD
+  // The library is built for x86-64-v3, so AVX2 and FMA are there; AVX-512 is taken where the CPU
+  // has it (the same bytes: see the header), checked once at run time.
+  static const Isa isa = __builtin_cpu_supports("avx512f") ? Isa::kAvx512 : Isa::kAvx2;
+  return isa;
+#else
+  return Isa::kScalar;
+#endif
+}
+
+// A narrower path chosen by use_packed_matrix_isa (tests, benchmarks); -1: the widest.
+std::atomic<int> forced_isa{-1};
+
+Isa best_isa() {
+  const int f = forced_isa.load(std::memory_order_relaxed);
+  return f < 0 ? widest_isa() : static_cast<Isa>(f);
+}
+
+// Rows [0, rows) of x against one panel, outputs columns [0, ncols) of y. The reference chain.
+void tile_scalar(const float* x, int64_t ldx, int64_t rows, const float* panel, int64_t k, float* y,
+                 int64_t ldy, int64_t ncols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < ncols; ++c) {
+      float acc = 0.f;
+      for (int64_t j = 0; j < k; ++j) acc = std::fma(x[r * ldx + j], panel[j * kP + c], acc);
+      y[r * ldy + c] = acc;
+    }
+  }
+}
+
+#if METRONOME_X86_SIMD
+// MR rows x 16 columns in 2 MR ymm accumulators (MR = 6: 12 accumulators, 2 weight registers and
+// a broadcast fill AVX2's 16 registers), one FMA per weight and row and step of j. The
+// accumulators are named variables, not an array: GCC 12 kept an array's copy on the stack and
+// stored all 12 every step (a third of the speed).
+template <int MR>
+void tile_avx2(const float* x, int64_t ldx, const float* panel, int64_t k, float* y, int64_t ldy,
+               int64_t ncols) {
+  static_assert(MR >= 1 && MR <= 6);
+  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0,
+         a4 = a0, b4 = a0, a5 = a0, b5 = a0;
+  for (int64_t j = 0; j < k; ++j) {
+    const __m256 w0 = _mm256_loadu_ps(panel + j * kP), w1 = _mm256_loadu_ps(panel + j * kP + 8);
+    const auto row = [&](int r, __m256& lo, __m256& hi) {
+      const __m256 xv = _mm256_broadcast_ss(x + r * ldx + j);
+      lo = _mm256_fmadd_ps(xv, w0, lo);
+      hi = _mm256_fmadd_ps(xv, w1, hi);
+    };
+    row(0, a0, b0);
+    if constexpr (MR > 1) row(1, a1, b1);
+    if constexpr (MR > 2) row(2, a2, b2);
+    if constexpr (MR > 3) row(3, a3, b3);
+    if constexpr (MR > 4) row(4, a4, b4);
+    if constexpr (MR > 5) row(5, a5, b5);
+  }
+  const __m256 lo[6] = {a0, a1, a2, a3, a4, a5}, hi[6] = {b0, b1, b2, b3, b4, b5};
+  for (int r = 0; r < MR; ++r) {
+    if (ncols == kP) {
+      _mm256_storeu_ps(y + r * ldy, lo[r]);
+      _mm256_storeu_ps(y + r * ldy + 8, hi[r]);
+    } else {
+      alignas(32) float t[kP];
+      _mm256_store_ps(t, lo[r]);
+      _mm256_store_ps(t + 8, hi[r]);
+      std::copy_n(t, ncols, y + r * ldy);
+    }
+  }
+}
+
+// MR rows x 16 columns, one zmm accumulator per row (MR = 12: enough independent chains to keep
+// both FMA pipes busy through the FMA latency).
+template <int MR>
+__attribute__((target("avx512f"))) void tile_avx512(const float* x, int64_t ldx, const float* panel,
+                                                    int64_t k, float* y, int64_t ldy,
+                                                    int64_t ncols) {
+  __m512 acc[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < k; ++j) {
+    const __m512 w = _mm512_loadu_ps(panel + j * kP);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * ldx + j]), w, acc[r]);
+  }
+  const auto mask = static_cast<__mmask16>((1u << ncols) - 1u);
+  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy, mask, acc[r]);
+}
+
+template <int MR>
+void rows_avx2(const float* x, int64_t ldx, int64_t rows, const float* panel, int64_t k, float* y,
+               int64_t ldy, int64_t ncols) {
+  int64_t r = 0;
+  for (; r + MR <= rows; r += MR)
+    tile_avx2<MR>(x + r * ldx, ldx, panel, k, y + r * ldy, ldy, ncols);
+  if (r < rows) {
+    if constexpr (MR > 1)
+      rows_avx2<MR - 1>(x + r * ldx, ldx, rows - r, panel, k, y + r * ldy, ldy, ncols);
+  }
+}
+
+template <int MR>
+__attribute__((target("avx512f"))) void rows_avx512(const float* x, int64_t ldx, int64_t rows,
+                                                    const float* panel, int64_t k, float* y,
+                                                    int64_t ldy, int64_t ncols) {
+  int64_t r = 0;
+  for (; r + MR <= rows; r += MR) {
+    tile_avx512<MR>(x + r * ldx, ldx, panel, k, y + r * ldy, ldy, ncols);
+  }
+  if (r < rows) {
+    if constexpr (MR > 1) {
+      rows_avx512<MR - 1>(x + r * ldx, ldx, rows - r, panel, k, y + r * ldy, ldy, ncols);
+    }
+  }
+}
+#endif
+
+void rows_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float* panel, int64_t k,
+              float* y, int64_t ldy, int64_t ncols) {
+#if METRONOME_X86_SIMD
+  if (isa == Isa::kAvx512) return rows_avx512<12>(x, ldx, rows, panel, k, y, ldy, ncols);
+  if (isa == Isa::kAvx2) return rows_avx2<6>(x, ldx, rows, panel, k, y, ldy, ncols);
+#endif
+  (void)isa;
+  tile_scalar(x, ldx, rows, panel, k, y, ldy, ncols);
+}
+
+}  // namespace
+
+bool use_packed_matrix_isa(const std::string& isa) {
+  const Isa widest = widest_isa();
+  int f;
+  if (isa.empty()) {
+    f = -1;
+  } else if (isa == "scalar") {
+    f = static_cast<int>(Isa::kScalar);
+  } else if (isa == "AVX2+FMA" && widest != Isa::kScalar) {
+    f = static_cast<int>(Isa::kAvx2);
+  } else if (isa == "AVX-512" && widest == Isa::kAvx512) {
+    f = static_cast<int>(Isa::kAvx512);
+  } else {
+    return false;
+  }
+  forced_isa.store(f, std::memory_order_relaxed);
+  return true;
+}
+
+const char* packed_matrix_isa() {
+  switch (best_isa()) {
+    case Isa::kAvx512:
+      return "AVX-512";
+    case Isa::kAvx2:
+      return "AVX2+FMA";
+    case Isa::kScalar:
+      break;
+  }
+  return "scalar";
+}
+
+PackedMatrix::PackedMatrix(std::span<const float> w, int64_t n, int64_t k)
+    : PackedMatrix(stack({w}, {n}, k)) {}
+
+PackedMatrix PackedMatrix::stack(const std::vector<std::span<const float>>& ws,
+                                 const std::vector<int64_t>& ns, int64_t k) {
+  if (ws.size() != ns.size() || k < 1) throw std::invalid_argument("PackedMatrix: bad shapes");
+  PackedMatrix m;
+  m.k_ = k;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    if (ns[i] < 1 || static_cast<int64_t>(ws[i].size()) != ns[i] * k) {
+      throw std::invalid_argument("PackedMatrix: matrix " + std::to_string(i) + " has " +
+                                  std::to_string(ws[i].size()) + " values, expected " +
+                                  std::to_string(ns[i]) + " x " + std::to_string(k));
+    }
+    m.n_ += ns[i];
+  }
+  m.panels_ = (m.n_ + kP - 1) / kP;
+  m.data_.assign(static_cast<size_t>(m.panels_ * k * kP), 0.f);
+  int64_t row = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    for (int64_t r = 0; r < ns[i]; ++r, ++row) {
+      float* dst = m.data_.data() + (row / kP) * k * kP + row % kP;
+      const float* src = ws[i].data() + r * k;
+      for (int64_t j = 0; j < k; ++j) dst[j * kP] = src[j];
+    }
+  }
+  return m;
+}
+
+void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
+                            Workers& workers) const {
+  if (ldx < k_ || ldy < n_ || m < 0) throw std::invalid_argument("PackedMatrix::multiply: strides");
+  if (m == 0) return;
+  const Isa isa = best_isa();
+  // Tasks are (row chunk, group of panels), handed out one at a time: on a shared machine a worker
+  // whose core is taken by another job leaves its share to the others instead of holding up the
+  // product (a static split waits for the slowest). Which worker computes an output does not
+  // change its chain. About 4 groups per worker keep the tasks even; a group's panels reuse the
+  // row chunk from the worker's cache.
+  const int64_t chunks = (m + kRowChunk - 1) / kRowChunk;
+  const int64_t group = std::max<int64_t>(1, panels_ / (4 * workers.size()));
+  const int64_t groups = (panels_ + group - 1) / group;
+  workers.for_each(chunks * groups, [&](int64_t task) {
+    const int64_t m0 = task / groups * kRowChunk, rows = std::min(kRowChunk, m - m0);
+    const int64_t p0 = task % groups * group, p1 = std::min(panels_, p0 + group);
+    for (int64_t p = p0; p < p1; ++p) {
+      rows_any(isa, x + m0 * ldx, ldx, rows, data_.data() + p * k_ * kP, k_, y + m0 * ldy + p * kP,
+               ldy, std::min(kP, n_ - p * kP));
+    }
+  });
+}
+
+}  // namespace metronome::quality

@@ -1,0 +1,133 @@
+// PackedMatrix against the reference chain (quality/packed_matrix.h): every output is
+// fma(x[m, j], W[n, j], acc) summed in order of j from 0, bit for bit, on every instruction-set
+// path this machine has, for any thread count and any rows multiplied with it.
+#include "quality/packed_matrix.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "quality/workers.h"
+
+namespace metronome::quality {
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+};
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+// The chain the header promises, on scalars.
+std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, Case c) {
+  std::vector<float> y(static_cast<size_t>(c.m * c.n));
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t r = 0; r < c.n; ++r) {
+      float acc = 0.f;
+      for (int64_t j = 0; j < c.k; ++j) {
+        acc =
+            std::fma(x[static_cast<size_t>(i * c.k + j)], w[static_cast<size_t>(r * c.k + j)], acc);
+      }
+      y[static_cast<size_t>(i * c.n + r)] = acc;
+    }
+  }
+  return y;
+}
+
+class PackedMatrixIsa : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (!use_packed_matrix_isa(GetParam())) GTEST_SKIP() << GetParam() << " not on this machine";
+  }
+  void TearDown() override { use_packed_matrix_isa(""); }
+};
+
+TEST_P(PackedMatrixIsa, EqualsTheFmaChainBitForBit) {
+  // Shapes with partial panels (n % 16), row counts off every register block (1..13), and k = 1.
+  for (const Case c :
+       {Case{1, 16, 8}, Case{5, 37, 19}, Case{13, 50, 64}, Case{7, 3, 1}, Case{100, 33, 40}}) {
+    const auto x = random_values(static_cast<size_t>(c.m * c.k), 1);
+    const auto w = random_values(static_cast<size_t>(c.n * c.k), 2);
+    const PackedMatrix p(w, c.n, c.k);
+    const auto want = reference(x, w, c);
+    for (const int threads : {1, 2, 3}) {
+      Workers workers(threads);
+      std::vector<float> y(static_cast<size_t>(c.m * c.n), std::nanf(""));
+      p.multiply(x.data(), c.k, c.m, y.data(), c.n, workers);
+      EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
+          << GetParam() << " m=" << c.m << " n=" << c.n << " k=" << c.k << " threads=" << threads;
+    }
+    // One row alone gives the bytes it gives among the others.
+    Workers one(1);
+    std::vector<float> row(static_cast<size_t>(c.n));
+    p.multiply(x.data() + (c.m - 1) * c.k, c.k, 1, row.data(), c.n, one);
+    EXPECT_EQ(std::memcmp(row.data(), want.data() + (c.m - 1) * c.n, row.size() * sizeof(float)),
+              0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, PackedMatrixIsa,
+                         ::testing::Values("scalar", "AVX2+FMA", "AVX-512"));
+
+TEST(PackedMatrix, StackedMatricesGiveEachItsOwnProduct) {
+  const Case a{9, 20, 24}, b{9, 7, 24};
+  const auto x = random_values(static_cast<size_t>(a.m * a.k), 3);
+  const auto wa = random_values(static_cast<size_t>(a.n * a.k), 4);
+  const auto wb = random_values(static_cast<size_t>(b.n * b.k), 5);
+  const PackedMatrix s = PackedMatrix::stack({wa, wb}, {a.n, b.n}, a.k);
+  ASSERT_EQ(s.rows(), a.n + b.n);
+  EXPECT_EQ(s.at(a.n + 2, 5), wb[static_cast<size_t>(2 * b.k + 5)]);
+  Workers workers(2);
+  std::vector<float> y(static_cast<size_t>(a.m * s.rows()));
+  s.multiply(x.data(), a.k, a.m, y.data(), s.rows(), workers);
+  const auto ya = reference(x, wa, a), yb = reference(x, wb, b);
+  for (int64_t i = 0; i < a.m; ++i) {
+    for (int64_t r = 0; r < s.rows(); ++r) {
+      const float want = r < a.n ? ya[static_cast<size_t>(i * a.n + r)]
+                                 : yb[static_cast<size_t>(i * b.n + r - a.n)];
+      EXPECT_EQ(y[static_cast<size_t>(i * s.rows() + r)], want);
+    }
+  }
+}
+
+TEST(PackedMatrix, RejectsWrongShapes) {
+  const std::vector<float> w(10);
+  EXPECT_THROW(PackedMatrix(w, 3, 3), std::invalid_argument);
+}
+
+TEST(Workers, EveryIndexOnceAndErrorsRethrown) {
+  Workers workers(3);
+  std::vector<int> hits(1000, 0);
+  workers.for_range(1000, [&](int64_t a, int64_t b) {
+    for (int64_t i = a; i < b; ++i) ++hits[static_cast<size_t>(i)];
+  });
+  workers.for_each(1000, [&](int64_t i) { ++hits[static_cast<size_t>(i)]; });
+  for (const int h : hits) EXPECT_EQ(h, 2);
+  EXPECT_THROW(workers.for_each(10,
+                                [](int64_t i) {
+                                  if (i == 7) throw std::runtime_error("task 7");
+                                }),
+               std::runtime_error);
+  // Still usable after an error.
+  int64_t sum = 0;
+  std::mutex m;
+  workers.for_range(10, [&](int64_t a, int64_t b) {
+    std::lock_guard<std::mutex> lock(m);
+    for (int64_t i = a; i < b; ++i) sum += i;
+  });
+  EXPECT_EQ(sum, 45);
+}
+
+}  // namespace
+}  // namespace metronome::quality
