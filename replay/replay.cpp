@@ -87,8 +87,8 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   {
     PassShape first;
     first.sessions = 1;
-    first.query_tokens =
-        std::max<int64_t>(1, real.workload.input_tokens_per_frame + real.workload.prompt_tokens);
+    first.query_tokens = std::max<int64_t>(
+        1, real.workload.input_tokens_per_frame + real.workload.growth().prompt_at(0));
     first.qk_pairs =
         0.5 * static_cast<double>(first.query_tokens) * static_cast<double>(first.query_tokens + 1);
     const double t = cost->pass_seconds(first);

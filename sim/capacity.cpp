@@ -98,7 +98,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
                    ? std::min(s.workload.duration.seconds, s.horizon_s)
                    : s.horizon_s;
     const auto frames = static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s));
-    const int64_t tokens = s.workload.prompt_tokens + frames * s.workload.kv_tokens();
+    const int64_t tokens = s.workload.growth().context_at(frames);  // frames >= 1: calls last > 0 s
     const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;
     c.memory_cap = pred.pool.num_blocks / blocks;
   }

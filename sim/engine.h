@@ -137,10 +137,10 @@ class Engine {
   // Scenario constants in engine units.
   Time period_, horizon_, jitter_;
   kv::BlockSize block_size_;
-  int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
+  int64_t n_in_, n_out_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
-  FrameRule rule_;  // on the constants above
+  FrameRule rule_;  // on the constants above and the workload's kv::FrameGrowth
   // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
   // arrival, to mark it when the next one shares its instant.
   Time last_arrival_ = kNever;
