@@ -474,10 +474,10 @@ Time RealtimeEngine::next_wake(Time now) const {
   return std::max(t, now + 1);
 }
 
-// Frame accounting with the simulator's definitions (sim/engine.cpp count_unserved, serve_frame):
-// a frame is due if released by the horizon (or before its caller left); reported latency is the
-// latency when output came within silence_after_s, else silence_after_s (the serving layer's pad);
-// true latency is censored for frames never served.
+// Frame accounting with the simulator's definitions (sim/frame_ledger.h: FrameLedger::serve and
+// count_unserved): a frame is due if released by the horizon (or before its caller left);
+// reported latency is the latency when output came within silence_after_s, else silence_after_s
+// (the serving layer's pad); true latency is censored for frames never served.
 void RealtimeEngine::finish() {
   auto& r = result_.run;
   for (const auto& s : sessions_) {
