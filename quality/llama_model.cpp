@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "base/config_error.h"
 #include "quality/gguf_file.h"
-#include "sim/config_error.h"
 
 namespace metronome::quality {
 

@@ -41,7 +41,7 @@ struct QualityOptions {
   double temperature = 0.8;        // 0: greedy
   uint64_t seed = 1;
   int threads = 2;
-  bool progress = false;  // model steps on stderr (sim/progress.h)
+  bool progress = false;  // model steps on stderr (base/progress.h)
 };
 
 struct PerplexityResult {

@@ -8,10 +8,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include "base/config_error.h"
+#include "base/rng.h"
 #include "sim/admission/admission_controller.h"
-#include "sim/config_error.h"
 #include "sim/pool_sizing.h"
-#include "sim/rng.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 

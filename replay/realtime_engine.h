@@ -28,13 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "base/time.h"
 #include "core/frame_growth.h"
 #include "kernels/block_table.h"
 #include "replay/clock.h"
 #include "replay/step_backend.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
-#include "sim/time.h"
 
 namespace metronome::replay {
 

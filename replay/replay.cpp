@@ -8,12 +8,13 @@
 #include <fstream>
 #include <limits>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/output_file.h"
+#include "base/output_number.h"
+#include "base/version.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/latency_histogram.h"
-#include "sim/output_file.h"
-#include "sim/output_number.h"
 #include "sim/pool_sizing.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"

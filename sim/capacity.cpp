@@ -7,12 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/progress.h"
+#include "base/version.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
-#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {

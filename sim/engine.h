@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/rng.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
@@ -28,7 +29,6 @@
 #include "sim/phase_spread.h"
 #include "sim/pool_sizing.h"
 #include "sim/ready_queue.h"
-#include "sim/rng.h"
 #include "sim/run_observer.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/rng.h"
-#include "sim/time.h"
+#include "base/rng.h"
+#include "base/time.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 

@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "sim/config_error.h"
-#include "sim/json_section.h"
+#include "base/config_error.h"
+#include "base/json_section.h"
 
 namespace metronome {
 namespace {

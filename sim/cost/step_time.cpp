@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/pass_shape.h"
