@@ -10,9 +10,9 @@
 
 #include "app/commands.h"
 #include "app/scenario_options.h"
+#include "base/config_error.h"
+#include "base/output_file.h"
 #include "sim/admission/admission_policy.h"
-#include "sim/config_error.h"
-#include "sim/output_file.h"
 
 namespace metronome::cli {
 

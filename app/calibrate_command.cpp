@@ -12,6 +12,9 @@
 #include "app/commands.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/output_number.h"
 #include "calibrate/benchmarks.h"
 #include "calibrate/calibration_writer.h"
 #include "calibrate/grid.h"
@@ -19,10 +22,7 @@
 #include "calibrate/report.h"
 #include "calibrate/vidur_import.h"
 #include "calibrate/vidur_profile.h"
-#include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
-#include "sim/json_file.h"
-#include "sim/output_number.h"
 
 namespace metronome::cli {
 namespace {

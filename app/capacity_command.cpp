@@ -4,9 +4,9 @@
 #include "app/commands.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
+#include "base/output_number.h"
+#include "base/progress.h"
 #include "sim/capacity.h"
-#include "sim/output_number.h"
-#include "sim/progress.h"
 
 namespace metronome::cli {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "app/commands.h"
+#include "base/json_file.h"
 #include "sim/catalog.h"
-#include "sim/json_file.h"
 
 namespace metronome::cli {
 namespace {

@@ -7,10 +7,11 @@
 #include <iostream>
 
 #include "app/commands.h"
-#include "sim/config_error.h"
-#include "sim/nearest_name.h"
-#include "sim/output_file.h"
-#include "sim/progress.h"
+#include "base/config_error.h"
+#include "base/nearest_name.h"
+#include "base/output_file.h"
+#include "base/progress.h"
+#include "base/version.h"
 #include "sim/report.h"
 
 namespace {

@@ -3,8 +3,9 @@
 
 #include "app/commands.h"
 #include "app/scenario_options.h"
+#include "base/output_number.h"
+#include "base/version.h"
 #include "sim/first_order.h"
-#include "sim/output_number.h"
 #include "sim/report.h"
 #include "sim/service_rate.h"
 

@@ -9,13 +9,13 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/output_file.h"
 #include "quality/bpe_tokenizer.h"
 #include "quality/gguf_file.h"
 #include "quality/llama_model.h"
 #include "quality/quality_run.h"
-#include "sim/config_error.h"
-#include "sim/json_file.h"
-#include "sim/output_file.h"
 
 #ifndef METRONOME_SOURCE_DIR
 #define METRONOME_SOURCE_DIR "."

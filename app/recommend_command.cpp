@@ -4,10 +4,10 @@
 
 #include "app/commands.h"
 #include "app/scenario_options.h"
-#include "sim/config_error.h"
-#include "sim/json_file.h"
-#include "sim/json_section.h"
-#include "sim/output_number.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/json_section.h"
+#include "base/output_number.h"
 #include "sim/recommend.h"
 
 namespace metronome::cli {

@@ -9,10 +9,10 @@
 #include "app/commands.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
+#include "base/config_error.h"
+#include "base/output_dir.h"
+#include "base/output_number.h"
 #include "replay/replay.h"
-#include "sim/config_error.h"
-#include "sim/output_dir.h"
-#include "sim/output_number.h"
 
 namespace metronome::cli {
 

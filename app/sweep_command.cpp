@@ -12,7 +12,7 @@
 
 #include "app/commands.h"
 #include "app/option_checks.h"
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/sweep/sweep_runner.h"
 
 namespace metronome::cli {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <utility>
 
-#include "sim/config_error.h"
-#include "sim/output_file.h"
+#include "base/config_error.h"
+#include "base/output_file.h"
 
 namespace metronome::calibrate {
 

@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "sim/config_error.h"
-#include "sim/json_file.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
 
 namespace metronome::calibrate {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "base/config_error.h"
 #include "calibrate/grid.h"
-#include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 
 namespace metronome::calibrate {

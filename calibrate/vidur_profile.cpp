@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <set>
 
+#include "base/config_error.h"
 #include "calibrate/csv_table.h"
-#include "sim/config_error.h"
 
 namespace metronome::calibrate {
 namespace fs = std::filesystem;

@@ -2,8 +2,8 @@
 
 #include <limits>
 
+#include "base/config_error.h"
 #include "quality/gguf_file.h"
-#include "sim/config_error.h"
 
 namespace metronome::quality {
 

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <span>
 
-#include "sim/config_error.h"
-#include "sim/json_file.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
 
 namespace metronome::quality {
 

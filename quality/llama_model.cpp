@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "base/config_error.h"
 #include "quality/gguf_file.h"
 #include "quality/workers.h"
-#include "sim/config_error.h"
 
 namespace metronome::quality {
 

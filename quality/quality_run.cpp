@@ -6,13 +6,13 @@
 #include <regex>
 #include <stdexcept>
 
+#include "base/config_error.h"
+#include "base/progress.h"
+#include "base/rng.h"
+#include "base/version.h"
 #include "quality/bpe_tokenizer.h"
 #include "quality/llama_model.h"
 #include "quality/workers.h"
-#include "sim/config_error.h"
-#include "sim/progress.h"
-#include "sim/report.h"
-#include "sim/rng.h"
 
 namespace metronome::quality {
 

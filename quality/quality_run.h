@@ -44,7 +44,7 @@ struct QualityOptions {
   // Windowed policies reuse the unbounded policy's steps before their window first drops a key
   // (the same bytes; false steps each from the first token, for the test that checks this).
   bool share_prefix = true;
-  bool progress = false;  // model steps on stderr (sim/progress.h)
+  bool progress = false;  // model steps on stderr (base/progress.h)
 };
 
 struct PerplexityResult {

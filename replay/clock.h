@@ -1,12 +1,12 @@
 // The real-time engine's clock: integer nanoseconds since start(), as the simulator counts time
-// (sim/time.h). WallClock reads std::chrono::steady_clock and really sleeps; tests substitute a
+// (base/time.h). WallClock reads std::chrono::steady_clock and really sleeps; tests substitute a
 // clock that jumps, so the engine's accounting can be checked without waiting.
 #pragma once
 
 #include <chrono>
 #include <thread>
 
-#include "sim/time.h"
+#include "base/time.h"
 
 namespace metronome::replay {
 

@@ -8,12 +8,12 @@
 #include <limits>
 #include <stdexcept>
 
+#include "base/config_error.h"
+#include "base/rng.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/call_span.h"
-#include "sim/config_error.h"
 #include "sim/pool_sizing.h"
 #include "sim/recorded_run.h"
-#include "sim/rng.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
@@ -96,9 +96,8 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
       horizon_(from_seconds(s.horizon_s)),
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
-      n_kv_(s.workload.kv_tokens()),
-      prompt_(s.workload.prompt_tokens),
       max_batch_(s.engine.max_sessions_per_step),
+      growth_(s.workload.growth()),
       preempt_policy_(s.engine.exhaustion->preempts()),
       cap_(kNoCap) {
   const std::string where = s.source + ": real engine: ";
@@ -121,8 +120,8 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
   // The frame's passes feed input + (output - 1) tokens (or output when there is no input); the KV
   // it appends must cover them.
   const int64_t fed = n_in_ + std::max<int64_t>(0, n_out_ - (n_in_ > 0 ? 1 : 0));
-  if (n_kv_ < fed) {
-    throw ConfigError(where + "workload.kv_tokens_per_frame (" + std::to_string(n_kv_) +
+  if (growth_.per_frame < fed) {
+    throw ConfigError(where + "workload.kv_tokens_per_frame (" + std::to_string(growth_.per_frame) +
                       ") must be at least the tokens the frame's passes feed (" +
                       std::to_string(fed) + " = input + output - 1)");
   }
@@ -160,7 +159,7 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
 }
 
 int64_t RealtimeEngine::frame_tokens(const Session& s) const {
-  return n_kv_ + (s.next_frame == 0 ? prompt_ : 0);
+  return growth_.appended(s.next_frame);
 }
 
 void RealtimeEngine::mark(Time t) {
@@ -387,13 +386,12 @@ void RealtimeEngine::run_step(Time now) {
   int64_t decode_passes = 0, write_pass = 0;
   for (int64_t id : batch_) {
     const Session& s = *sessions_[static_cast<size_t>(id)];
-    const int64_t prompt = s.next_frame == 0 ? prompt_ : 0;
     Plan p;
     p.ctx = s.ctx;
-    p.fresh = n_in_ + prompt;
+    p.fresh = n_in_ + growth_.prompt_at(s.next_frame);
     p.q = p.fresh + s.recompute;
     p.decode = std::max<int64_t>(0, n_out_ - (p.q > 0 ? 1 : 0));
-    p.write_only = n_kv_ + prompt - p.fresh - p.decode;
+    p.write_only = frame_tokens(s) - p.fresh - p.decode;
     decode_passes = std::max(decode_passes, p.decode);
     write_pass = std::max(write_pass, p.write_only);
     plan.push_back(p);
@@ -475,10 +473,10 @@ Time RealtimeEngine::next_wake(Time now) const {
   return std::max(t, now + 1);
 }
 
-// Frame accounting with the simulator's definitions (sim/engine.cpp count_unserved, serve_frame):
-// a frame is due if released by the horizon (or before its caller left); reported latency is the
-// latency when output came within silence_after_s, else silence_after_s (the serving layer's pad);
-// true latency is censored for frames never served.
+// Frame accounting with the simulator's definitions (sim/frame_ledger.h: FrameLedger::serve and
+// count_unserved): a frame is due if released by the horizon (or before its caller left);
+// reported latency is the latency when output came within silence_after_s, else silence_after_s
+// (the serving layer's pad); true latency is censored for frames never served.
 void RealtimeEngine::finish() {
   auto& r = result_.run;
   for (const auto& s : sessions_) {

@@ -29,12 +29,13 @@
 #include <string>
 #include <vector>
 
+#include "base/time.h"
+#include "core/frame_growth.h"
 #include "kernels/block_table.h"
 #include "replay/clock.h"
 #include "replay/step_backend.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
-#include "sim/time.h"
 
 namespace metronome::replay {
 
@@ -148,7 +149,8 @@ class RealtimeEngine {
   int32_t block_size_;
   kernels::BlockPool pool_;
   Time period_, deadline_, silence_after_, horizon_;
-  int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
+  int64_t n_in_, n_out_, max_batch_;
+  kv::FrameGrowth growth_;
   bool preempt_policy_;
   int64_t cap_;  // static admission cap (none: no cap)
 

@@ -8,12 +8,13 @@
 #include <fstream>
 #include <limits>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/output_file.h"
+#include "base/output_number.h"
+#include "base/version.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/latency_histogram.h"
-#include "sim/output_file.h"
-#include "sim/output_number.h"
 #include "sim/pool_sizing.h"
 #include "sim/report.h"
 #include "sim/time_series_writer.h"
@@ -87,8 +88,8 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   {
     PassShape first;
     first.sessions = 1;
-    first.query_tokens =
-        std::max<int64_t>(1, real.workload.input_tokens_per_frame + real.workload.prompt_tokens);
+    first.query_tokens = std::max<int64_t>(
+        1, real.workload.input_tokens_per_frame + real.workload.growth().prompt_at(0));
     first.qk_pairs =
         0.5 * static_cast<double>(first.query_tokens) * static_cast<double>(first.query_tokens + 1);
     const double t = cost->pass_seconds(first);

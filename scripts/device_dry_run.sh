@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dry run of the device command (issue 20) on this GPU-less machine, as the device machine
+# The dry run of the device command (scripts/device_run.sh) on this GPU-less machine, as the device machine
 # sees the build: our Debian dev packages hidden (scripts/hide_dev_packages.sh, a private mount
 # namespace) and CMake 4 from PyPI (a venv in build-cmake4-venv/). It checks, in order:
 #   1. both pack scripts compose: either order leaves DIR/usr, DIR/googletest and DIR/benchmark;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole GPU run in one command (issue 20), for the device machine (one H200; nvcc, cuBLAS,
-# PyTorch, CMake, ninja, ncu, compute-sanitizer; none of our Debian dev packages; no network):
+# The whole GPU run in one command: builds the CUDA tree, tests and sanitizes the kernels, times
+# them and PyTorch's attention, fits the cost model's calibration and replays scenarios on the GPU.
+# For the device machine (one H200; nvcc, cuBLAS, PyTorch, CMake, ninja, ncu, compute-sanitizer;
+# none of our Debian dev packages; no network):
 #
 #   run(carry=["build-device-deps"], command="scripts/device_run.sh", timeout_s=570)
 #

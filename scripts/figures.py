@@ -7,7 +7,7 @@ arrival schedule of the first-order curve in figure 2).
 
 Every headline number in REPORT.md sits in a table row beside the JSON pointer(s) it was read from
 (file#/pointer, in the order the numbers appear; "x100" marks a fraction shown in percent), so
-tests/figures/check_report.py can re-read each one.
+tests/figures/check_figures.py can re-read each one.
 """
 import argparse
 import csv

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "base/time.h"
 #include "core/kv_window.h"
-#include "sim/time.h"
 
 namespace metronome {
 

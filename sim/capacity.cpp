@@ -7,12 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/progress.h"
+#include "base/version.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
-#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {
@@ -98,7 +99,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
                    ? std::min(s.workload.duration.seconds, s.horizon_s)
                    : s.horizon_s;
     const auto frames = static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s));
-    const int64_t tokens = s.workload.prompt_tokens + frames * s.workload.kv_tokens();
+    const int64_t tokens = s.workload.growth().context_at(frames);  // frames >= 1: calls last > 0 s
     const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;
     c.memory_cap = pred.pool.num_blocks / blocks;
   }

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/nearest_name.h"
 #include "sim/embedded_scenarios.h"
-#include "sim/json_file.h"
-#include "sim/nearest_name.h"
 
 namespace metronome {
 namespace fs = std::filesystem;

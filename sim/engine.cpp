@@ -58,11 +58,9 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       block_size_(s.engine.block_size),
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
-      n_kv_(s.workload.kv_tokens()),
-      prompt_(s.workload.prompt_tokens),
       max_batch_(s.engine.max_sessions_per_step),
       preempt_policy_(s.engine.exhaustion->preempts()),
-      rule_{n_kv_, prompt_, n_in_, n_out_, window_, block_size_},
+      rule_{s.workload.growth(), n_in_, n_out_, window_, block_size_},
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       jitter_rng_(s.seed, "jitter"),
@@ -570,7 +568,8 @@ void Engine::vllm_start_step(Time now) {
     Session& s = sessions_[t.id];
     if (s.next_release > now) break;
     ready_.pop_front();
-    vllm_->add_frame(t.id, s.frames_added == 0 ? prompt_ : 0, n_in_, std::max<int64_t>(1, n_out_));
+    vllm_->add_frame(t.id, rule_.growth.prompt_at(s.frames_added), n_in_,
+                     std::max<int64_t>(1, n_out_));
     if (++s.frames_added < s.frames_total) {
       s.next_release = release_time(s, s.frames_added);
       enqueue(t.id);
@@ -720,9 +719,7 @@ void Engine::summarise_admission() {
 // unbounded, what it holds while its last frame is served.
 int64_t Engine::reserve_for(const Session& s) const {
   if (window_reserve_ > 0) return window_reserve_;
-  const int64_t m = s.frames_total - 1;
-  const int64_t ctx = m <= 0 ? 0 : prompt_ + m * n_kv_;
-  return kv::step_blocks(ctx, n_kv_ + (m <= 0 ? prompt_ : 0), window_, block_size_);
+  return rule_.growth.step_blocks_at(s.frames_total - 1, window_, block_size_);
 }
 
 // The controller's forecast (sim/settled_forecast.h): the observed latency scaled by how much
@@ -735,7 +732,7 @@ int64_t Engine::reserve_for(const Session& s) const {
 double Engine::settled_latency(double observed) const {
   if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || vllm_) return observed;
   std::vector<ForecastCaller> now, settled;
-  const int64_t settled_cached = cached_visible(window_.window + window_.sinks + n_kv_, window_);
+  const int64_t settled_cached = rule_.cached_cap;  // every settled caller reads S + W keys
   for (const Session& s : sessions_) {
     if (s.state == Session::State::kGone) continue;
     const Time phase = s.next_release % period_;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/rng.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/admission/admission_record.h"
 #include "sim/block_counter.h"
@@ -29,7 +30,6 @@
 #include "sim/phase_spread.h"
 #include "sim/pool_sizing.h"
 #include "sim/ready_queue.h"
-#include "sim/rng.h"
 #include "sim/run_observer.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
@@ -138,10 +138,10 @@ class Engine {
   // Scenario constants in engine units.
   Time period_, horizon_, jitter_;
   kv::BlockSize block_size_;
-  int64_t n_in_, n_out_, n_kv_, prompt_, max_batch_;
+  int64_t n_in_, n_out_, max_batch_;
   bool preempt_policy_;
   bool cohorts_;
-  FrameRule rule_;  // on the constants above
+  FrameRule rule_;  // on the constants above and the workload's kv::FrameGrowth
   // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
   // arrival, to mark it when the next one shares its instant.
   Time last_arrival_ = kNever;

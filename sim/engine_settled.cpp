@@ -45,7 +45,8 @@ bool Engine::enter_settled(Time now) {
       // The caller settles after this many more frames at the earliest; other reasons pass with
       // the next frame or the next event.
       const int64_t short_by = rule_.settled - s.ctx;
-      const int64_t frames = short_by > 0 && n_kv_ > 0 ? kv::ceil_div(short_by, n_kv_) : 1;
+      const int64_t n = rule_.growth.per_frame;
+      const int64_t frames = short_by > 0 && n > 0 ? kv::ceil_div(short_by, n) : 1;
       settled_try_at_ = frames > (horizon_ - now) / period_ ? horizon_ + 1 : now + frames * period_;
       return false;
     }
@@ -71,7 +72,7 @@ bool Engine::run_settled(Time& now) {
   const size_t cap = static_cast<size_t>(std::min<int64_t>(max_batch_, static_cast<int64_t>(n)));
   // Nothing is pushed while the regime runs, so the queue's first event stays the first.
   const Time events_at = events_.empty() ? kNever : events_.top().time;
-  const int64_t n_kv = n_kv_;
+  const int64_t n_kv = rule_.growth.per_frame;  // every caller is past its first frame
   const kv::BlockSize bs = block_size_;
   const kv::Window w = window_;
   const Time period = period_;
@@ -172,7 +173,7 @@ void Engine::leave_settled(size_t in_step) {
     s.next_release = c.release;
     s.next_frame = (c.release - s.arrival) / period_;
     if (j < in_step) {
-      s.held += kv::settled_new_blocks(c.ctx, n_kv_, block_size_);
+      s.held += kv::settled_new_blocks(c.ctx, rule_.growth.per_frame, block_size_);
       s.in_step = true;
       batch_.push_back({id, s.incarnation});
     } else {

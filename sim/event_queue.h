@@ -17,7 +17,7 @@
 #include <queue>
 #include <vector>
 
-#include "sim/time.h"
+#include "base/time.h"
 
 namespace metronome {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/rng.h"
-#include "sim/time.h"
+#include "base/rng.h"
+#include "base/time.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
@@ -35,16 +35,12 @@ std::vector<Call> schedule(const Scenario& s) {
 
 struct FrameModel {
   Time period;
-  int64_t n_kv, prompt;
+  kv::FrameGrowth growth;
   kv::BlockSize block_size;  // kept with its shift: blocks_at_frame() runs once per frame
   kv::Window window;
 
   // Blocks a session holds while its frame m is served (the instantaneous-service peak).
-  int64_t blocks_at_frame(int64_t m) const {
-    const int64_t ctx = m == 0 ? 0 : prompt + m * n_kv;
-    const int64_t n = n_kv + (m == 0 ? prompt : 0);
-    return kv::step_blocks(ctx, n, window, block_size);
-  }
+  int64_t blocks_at_frame(int64_t m) const { return growth.step_blocks_at(m, window, block_size); }
   int64_t frames(const Call& c, Time horizon) const {
     const Time end = std::min(c.end == kNever ? horizon + 1 : c.end, horizon + 1);
     return kv::ceil_div(end - c.arrival, period);
@@ -116,9 +112,10 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
   };
   std::vector<Alive> alive;
   Time first_end = kNever;  // the earliest end among alive calls
-  // Unbounded KV holds ceil((prompt + (m + 1) n_kv) / block) blocks at frame m, at most that over
-  // the block size plus one: from the sum of the k's, a bound on the window's bound in O(1), which
-  // skips the exact sum in the windows where even it stays within the pool.
+  // Unbounded KV holds ceil(context_at(m + 1) / block) blocks at frame m, at most that over the
+  // block size plus one; context_at(m + 1) = context_at(1) + m per_frame (kv::FrameGrowth): from
+  // the sum of the k's, a bound on the window's bound in O(1), which skips the exact sum in the
+  // windows where even it stays within the pool.
   const bool linear = f.window.unbounded();
   int64_t k_sum = 0;  // within int64: alive calls x frames
   struct Change {
@@ -142,8 +139,9 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
     if (linear) {  // on overflow, the exact sum decides
       const int64_t n_alive = static_cast<int64_t>(alive.size());
       int64_t a = 0, b = 0, tokens = 0;
-      if (!__builtin_mul_overflow(n_alive, f.prompt + f.n_kv, &a) &&
-          !__builtin_mul_overflow(k_sum, f.n_kv, &b) && !__builtin_add_overflow(a, b, &tokens)) {
+      if (!__builtin_mul_overflow(n_alive, f.growth.context_at(1), &a) &&
+          !__builtin_mul_overflow(k_sum, f.growth.per_frame, &b) &&
+          !__builtin_add_overflow(a, b, &tokens)) {
         within = f.block_size.div(tokens) + n_alive <= num_blocks;
       }
     }
@@ -241,8 +239,8 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
       p.peak_concurrent_sessions = std::max(p.peak_concurrent_sessions, live += d);
   }
 
-  const FrameModel f{std::max<Time>(1, from_seconds(w.frame_period_s)), w.kv_tokens(),
-                     w.prompt_tokens, s.engine.block_size, s.kv_policy.window()};
+  const FrameModel f{std::max<Time>(1, from_seconds(w.frame_period_s)), w.growth(),
+                     s.engine.block_size, s.kv_policy.window()};
   if (!s.kv_policy.bounded()) {
     p.t_sat_continuous_s =
         continuous_t_sat(calls, p.tokens_per_s_per_session, static_cast<double>(w.prompt_tokens),

@@ -16,13 +16,13 @@
 #include <map>
 #include <vector>
 
+#include "base/time.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/latency_histogram.h"
 #include "sim/run_observer.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
 #include "sim/session.h"
-#include "sim/time.h"
 
 namespace metronome {
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/frame_growth.h"
 #include "core/kv_window.h"
 #include "sim/cost/pass_shape.h"
 #include "sim/session.h"
@@ -15,7 +16,8 @@
 namespace metronome {
 
 struct FrameRule {
-  int64_t n_kv, prompt, n_in, n_out;
+  kv::FrameGrowth growth;
+  int64_t n_in, n_out;
   kv::Window w;
   kv::BlockSize bs;
   // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there).
@@ -24,7 +26,7 @@ struct FrameRule {
   int64_t twice_cap = twice_keys_cap(w);
 
   // KV tokens the session's next frame appends (its prompt first).
-  int64_t appended(const Session& s) const { return n_kv + (s.next_frame == 0 ? prompt : 0); }
+  int64_t appended(const Session& s) const { return growth.appended(s.next_frame); }
   // Blocks the session holds while its next frame is served.
   int64_t step_blocks(const Session& s) const { return kv::step_blocks(s.ctx, appended(s), w, bs); }
   // Blocks each member frees once its frame is served (it held step_blocks while it was).
@@ -39,14 +41,15 @@ struct FrameRule {
   // Every member ingests its frame (with its prompt first, or its history to recompute after a
   // preemption) over its cached visible keys, then decodes.
   void add_passes(const Session& s, FramePasses& p) const {
-    p.add(s.count, n_in + (s.next_frame == 0 ? prompt : 0) + s.recompute,
+    p.add(s.count, n_in + growth.prompt_at(s.next_frame) + s.recompute,
           s.recompute > 0 ? 0 : cached(s.ctx), n_out, w);
   }
-  // For a live single caller past its first frame (which appends n_kv), between steps (holding
-  // resident_blocks(ctx)): the blocks its next frame allocates, and its part of a run's sums.
+  // For a live single caller past its first frame (which appends growth.per_frame), between steps
+  // (holding resident_blocks(ctx)): the blocks its next frame allocates, and its part of a run's
+  // sums.
   int64_t later_new_blocks(int64_t ctx, int64_t held) const {
-    return ctx >= settled ? kv::settled_new_blocks(ctx, n_kv, bs)
-                          : kv::step_blocks(ctx, n_kv, w, bs) - held;
+    return ctx >= settled ? kv::settled_new_blocks(ctx, growth.per_frame, bs)
+                          : kv::step_blocks(ctx, growth.per_frame, w, bs) - held;
   }
   struct RunSums {  // settled callers by their contexts, the others by cached keys and pairs
     int64_t settled = 0, sum_ctx = 0, young = 0, young_cached = 0;

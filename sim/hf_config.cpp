@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "sim/config_error.h"
-#include "sim/json_file.h"
-#include "sim/json_section.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/json_section.h"
 
 namespace metronome {
 namespace {

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/output_file.h"
-#include "sim/output_number.h"
+#include "base/output_file.h"
+#include "base/output_number.h"
 #include "sim/run_observer.h"
 
 namespace metronome {

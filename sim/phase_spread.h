@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/time.h"
+#include "base/time.h"
 
 namespace metronome {
 

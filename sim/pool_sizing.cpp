@@ -4,30 +4,25 @@
 #include <cmath>
 #include <string>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome {
 
 int64_t max_blocks_per_session(const Scenario& s) {
   if (!s.kv_policy.bounded()) return 0;
-  const auto& w = s.workload;
+  const kv::FrameGrowth g = s.workload.growth();
   const kv::Window win = s.kv_policy.window();
   const kv::BlockSize bs(s.engine.block_size);
-  auto at_frame = [&](int64_t m) {  // blocks held while frame m is served
-    const int64_t ctx = m == 0 ? 0 : w.prompt_tokens + m * w.kv_tokens();
-    return kv::step_blocks(ctx, w.kv_tokens() + (m == 0 ? w.prompt_tokens : 0), win, bs);
-  };
   // Once the window is full the holding cycles with the block alignment: scanning that far is
   // exact.
-  const int64_t settle =
-      (win.window + win.sinks + w.prompt_tokens) / std::max<int64_t>(1, w.kv_tokens()) +
-      2 * s.engine.block_size + 4;
-  if (settle > 2'000'000) {  // too far to scan: the bound, sinks + window + frame, each rounded up
+  const int64_t settle = (win.window + win.sinks + g.prompt) / std::max<int64_t>(1, g.per_frame) +
+                         2 * s.engine.block_size + 4;
+  if (settle > 2'000'000) {  // too far to scan: the bound, sinks + window + frame 0, rounded up
     return kv::ceil_div(win.sinks, s.engine.block_size) +
-           kv::ceil_div(win.window + w.kv_tokens() + w.prompt_tokens, s.engine.block_size) + 1;
+           kv::ceil_div(win.window + g.appended(0), s.engine.block_size) + 1;
   }
   int64_t most = 0;
-  for (int64_t m = 0; m <= settle; ++m) most = std::max(most, at_frame(m));
+  for (int64_t m = 0; m <= settle; ++m) most = std::max(most, g.step_blocks_at(m, win, bs));
   return most;
 }
 
@@ -55,9 +50,8 @@ PoolSizing size_pool(const Scenario& s) {
   }
   // One session must at least fit its first step (prompt, first frame, sinks), else nothing can
   // run.
-  const auto& w = s.workload;
-  const int64_t first = kv::step_blocks(0, w.prompt_tokens + w.kv_tokens(), s.kv_policy.window(),
-                                        s.engine.block_size);
+  const int64_t first =
+      s.workload.growth().step_blocks_at(0, s.kv_policy.window(), s.engine.block_size);
   if (p.num_blocks < first) {
     throw ConfigError(s.source + ": engine: the pool of " + std::to_string(p.num_blocks) +
                       " blocks cannot hold one session's first frame (" + std::to_string(first) +

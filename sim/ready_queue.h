@@ -15,8 +15,8 @@
 #include <limits>
 #include <vector>
 
+#include "base/time.h"
 #include "sim/ring_queue.h"
-#include "sim/time.h"
 
 namespace metronome {
 

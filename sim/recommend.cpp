@@ -11,15 +11,16 @@
 #include <mutex>
 #include <thread>
 
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/progress.h"
+#include "base/version.h"
 #include "sim/capacity.h"
-#include "sim/config_error.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
-#include "sim/json_file.h"
 #include "sim/kv_policy/windowed.h"
-#include "sim/progress.h"
 #include "sim/report.h"
 
 namespace metronome {

@@ -34,7 +34,7 @@ struct RecommendSpec {
   double quality_within = 0.05;
   double fraction = 0;  // deadline-cap fraction; 0: admission.high_fraction
   int jobs = 1;
-  bool progress = false;  // on stderr (sim/progress.h)
+  bool progress = false;  // on stderr (base/progress.h)
 };
 
 struct RecommendCell {

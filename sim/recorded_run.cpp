@@ -6,12 +6,12 @@
 #include <cmath>
 #include <map>
 
+#include "base/config_error.h"
+#include "base/rng.h"
 #include "sim/admission/admission_policy.h"
 #include "sim/admission/admission_record.h"
 #include "sim/call_span.h"
-#include "sim/config_error.h"
 #include "sim/frame_ledger.h"
-#include "sim/rng.h"
 #include "sim/session.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"

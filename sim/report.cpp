@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/version.h"
+
 namespace metronome {
 namespace {
 
@@ -102,8 +104,6 @@ double goodput(int64_t on_time, double seconds) {
 std::string pct(double f) { return fmt::format("{:.1f}%", 100.0 * f); }
 
 }  // namespace
-
-std::string version_string() { return METRONOME_VERSION; }
 
 json prediction_json(const Scenario& s, const FirstOrderPrediction& p) {
   json j = {{"num_blocks", p.pool.num_blocks},

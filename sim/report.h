@@ -10,8 +10,6 @@
 
 namespace metronome {
 
-std::string version_string();
-
 nlohmann::json prediction_json(const Scenario& s, const FirstOrderPrediction& p);
 // A run's result, the one serializer of RunResult (simulate's "result", each side of a replay).
 nlohmann::json run_result_json(const RunResult& r);

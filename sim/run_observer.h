@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "base/time.h"
 #include "sim/latency_histogram.h"
-#include "sim/time.h"
 
 namespace metronome {
 

@@ -8,14 +8,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/json_section.h"
+#include "base/time.h"
 #include "sim/catalog.h"
-#include "sim/config_error.h"
 #include "sim/config_limits.h"
 #include "sim/cost/cost_model.h"
 #include "sim/hf_config.h"
-#include "sim/json_file.h"
-#include "sim/json_section.h"
-#include "sim/time.h"
 
 namespace metronome {
 namespace {

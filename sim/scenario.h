@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/frame_growth.h"
 #include "core/kv_window.h"
 #include "sim/admission/admission_policy.h"
 #include "sim/admission/no_admission.h"
@@ -92,6 +93,7 @@ struct WorkloadConfig {
   int64_t kv_tokens() const {
     return kv_tokens_per_frame.value_or(input_tokens_per_frame + output_tokens_per_frame);
   }
+  kv::FrameGrowth growth() const { return {kv_tokens(), prompt_tokens}; }
 };
 
 struct CostModelConfig {

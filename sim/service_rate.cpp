@@ -55,11 +55,11 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
   const kv::BlockSize bs(s.engine.block_size);
   const kv::Window win = s.kv_policy.window();
   const int64_t n = c.sessions;
+  const kv::FrameGrowth g = w.growth();
   double t = w.arrival.start_s;
   for (int64_t m = 0;; ++m) {
-    const int64_t ctx = m == 0 ? 0 : w.prompt_tokens + m * w.kv_tokens();
-    const int64_t add = w.kv_tokens() + (m == 0 ? w.prompt_tokens : 0);
-    if (n * kv::step_blocks(ctx, add, win, bs) > p.pool.num_blocks) {
+    const int64_t ctx = g.context_at(m);
+    if (n * g.step_blocks_at(m, win, bs) > p.pool.num_blocks) {
       c.t_sat_service_limited_s = t;
       break;
     }

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "sim/time.h"
+#include "base/time.h"
 
 namespace metronome {
 

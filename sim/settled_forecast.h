@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/time.h"
 #include "core/kv_window.h"
 #include "sim/cost/cost_model.h"
-#include "sim/time.h"
 
 namespace metronome {
 

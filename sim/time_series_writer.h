@@ -1,7 +1,7 @@
 // Streams a run's samples to CSV as they happen (memory does not grow with the horizon). Every
-// write is checked (sim/output_file.h); close() reports a write that failed late. Column names are
+// write is checked (base/output_file.h); close() reports a write that failed late. Column names are
 // the ones summary.json uses for the same quantity over the whole run (docs/outputs.md); numbers
-// follow the one rounding rule (sim/output_number.h).
+// follow the one rounding rule (base/output_number.h).
 #pragma once
 
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 #include <cmath>
 #include <string>
 
-#include "sim/output_file.h"
-#include "sim/output_number.h"
+#include "base/output_file.h"
+#include "base/output_number.h"
 #include "sim/run_observer.h"
 
 namespace metronome {

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "sim/output_file.h"
+#include "base/output_file.h"
 #include "sim/run_observer.h"
 
 namespace metronome {

@@ -10,8 +10,8 @@ per grid point (calibrate/torch/grids.json, written from calibrate/grid.cpp):
   attention  one layer's attention over the cached KV
   gemm       one layer's linears
 
-Attention, both ways, sinks + window from the rule of core/kv_window.h (kv_window.py, a tested
-port): SDPA on the keys the step can see (the sinks and the window, gathered: what a paged engine
+Attention, both ways, sinks + window from the rule of core/kv_window.h (core/kv_window.py, its
+tested port): SDPA on the keys the step can see (the sinks and the window, gathered: what a paged engine
 holds), with a boolean mask where the queries need one (GQA then folded into the query length, since the
 fused SDPA kernels take no mask with enable_gqa); FlexAttention on the session's whole KV
 with a block mask built from the same rule (blocks outside sinks + window are skipped). With
@@ -41,7 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "core"))  # the rule's Python port, beside the rule
 import kv_window  # noqa: E402
 
 SKIP = 77

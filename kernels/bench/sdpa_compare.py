@@ -13,7 +13,7 @@ results table (JSON + text):
          probing (torch.nn.attention.sdpa_kernel with one backend at a time, in torch's order:
          flash, efficient, cudnn, math) and logged per shape with the layout.
   Flex   torch.nn.attention.flex_attention (compiled) on the session's whole KV with a block mask
-         from kernels/kv_window.h's rule (calibrate/torch/kv_window.py: sinks + window), so blocks
+         from core/kv_window.h's rule (its port core/kv_window.py: sinks + window), so blocks
          outside sinks + window are skipped; checked against a float64 reference under that mask.
          Each new shape compiles; --flex-limit-s bounds the time spent.
 
@@ -31,8 +31,8 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibrate",
-                                "torch"))
+# The rule's Python port, beside the rule in core/ (the room kernels/ builds on).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core"))
 import kv_window  # noqa: E402
 
 KVH, QH, D = 4, 28, 128  # qwen2.5-omni-7b's attention, as metronome_kernel_bench times it

@@ -9,7 +9,7 @@
 #include <limits>
 #include <memory>
 
-#include "sim/time.h"
+#include "base/time.h"
 
 namespace metronome {
 

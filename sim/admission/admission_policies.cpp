@@ -1,12 +1,12 @@
 // The admission policies: one line each. The fields lists are the keys each type reads (besides
 // type), so that under another type they are accepted and ignored.
+#include "base/time.h"
 #include "sim/admission/admission_policy.h"
 #include "sim/admission/aimd.h"
 #include "sim/admission/gradient.h"
 #include "sim/admission/no_admission.h"
 #include "sim/admission/static_cap.h"
 #include "sim/config_limits.h"
-#include "sim/time.h"
 
 namespace metronome {
 namespace {

@@ -8,8 +8,8 @@
 #include <map>
 #include <optional>
 
+#include "base/time.h"
 #include "sim/run_result.h"
-#include "sim/time.h"
 
 namespace metronome {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config_error.h"
-#include "sim/json_file.h"
-#include "sim/json_section.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/json_section.h"
 
 namespace metronome {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/fixed_cost_model.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/pass_shape.h"
@@ -92,7 +92,7 @@ Time step_duration(double seconds, const CostModel& cost) {
 }
 
 void check_step_bounds(const Scenario& s, const CostModel& cost) {
-  const int64_t n_in = s.workload.input_tokens_per_frame + s.workload.prompt_tokens;
+  const int64_t n_in = s.workload.input_tokens_per_frame + s.workload.growth().prompt_at(0);
   const StepShape first = step_shape(s, 1, std::max<int64_t>(1, n_in), 0);
   const double t_first = step_seconds(cost, first);
   if (!(t_first <= kMaxStepSeconds)) {

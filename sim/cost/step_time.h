@@ -1,5 +1,5 @@
 // The bound on one engine step's duration. A cost model returns seconds as a double; the engine's
-// clock is int64 nanoseconds (sim/time.h), which holds 9.2e9 s, and llround of anything larger
+// clock is int64 nanoseconds (base/time.h), which holds 9.2e9 s, and llround of anything larger
 // (or of inf/NaN) is undefined: without a bound, a step of 1e20 s (memory bandwidth 1 B/s, a
 // calibration coefficient of 1e308) silently became a 1 ns step. One hour per step is far beyond
 // any real forward pass (seconds at most) and keeps now + step inside int64 for any horizon the
@@ -8,8 +8,8 @@
 
 #include <string>
 
+#include "base/time.h"
 #include "sim/cost/cost_model.h"
-#include "sim/time.h"
 
 namespace metronome {
 

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/config_error.h"
-#include "sim/json_section.h"
+#include "base/config_error.h"
+#include "base/json_section.h"
 
 namespace metronome {
 

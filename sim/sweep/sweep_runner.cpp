@@ -15,16 +15,17 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
+#include "base/output_dir.h"
+#include "base/output_file.h"
+#include "base/output_number.h"
+#include "base/progress.h"
+#include "base/version.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
-#include "sim/json_file.h"
-#include "sim/output_dir.h"
-#include "sim/output_file.h"
-#include "sim/output_number.h"
-#include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/sweep/wilson.h"
 

@@ -24,7 +24,7 @@ struct SweepOptions {
   int jobs = 0;  // 0: all hardware threads
   Shard shard;
   std::string out_dir;
-  bool progress = false;                    // progress on stderr (sim/progress.h)
+  bool progress = false;                    // progress on stderr (base/progress.h)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): take no new runs, finish, close
 };
 

@@ -3,9 +3,9 @@
 
 #include <memory>
 
-#include "sim/rng.h"
+#include "base/rng.h"
+#include "base/time.h"
 #include "sim/scenario.h"
-#include "sim/time.h"
 
 namespace metronome {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome::calibrate {
 namespace {

@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/config_error.h"
 #include "calibrate/calibration_writer.h"
 #include "calibrate/grid.h"
 #include "calibrate/pipeline.h"
 #include "calibrate/step_shape.h"
-#include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/scenario.h"

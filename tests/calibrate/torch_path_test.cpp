@@ -1,6 +1,6 @@
 // What the PyTorch device path (calibrate/torch/) reads from the C++ side stays equal to it: the
-// grids (calibrate/torch/grids.json) and the KV visibility rule's table
-// (calibrate/torch/kv_window_table.json, which the Python port is checked against).
+// grids (calibrate/torch/grids.json) and the KV visibility rule's table (core/kv_window_table.json,
+// which the rule's Python port core/kv_window.py is checked against).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,16 +12,16 @@
 namespace metronome::calibrate {
 namespace {
 
-const std::string kDir = std::string(METRONOME_SOURCE_DIR) + "/calibrate/torch/";
+const std::string kSource = std::string(METRONOME_SOURCE_DIR) + "/";
 
-nlohmann::json read(const std::string& name) {
-  std::ifstream in(kDir + name);
-  EXPECT_TRUE(in.good()) << kDir + name;
+nlohmann::json read(const std::string& path) {
+  std::ifstream in(kSource + path);
+  EXPECT_TRUE(in.good()) << kSource + path;
   return nlohmann::json::parse(in);
 }
 
 TEST(TorchPath, GridsFileEqualsTheGrids) {
-  EXPECT_EQ(read("grids.json"), grids_json())
+  EXPECT_EQ(read("calibrate/torch/grids.json"), grids_json())
       << "regenerate with: metronome calibrate grids --out calibrate/torch/grids.json";
 }
 
@@ -44,17 +44,16 @@ nlohmann::json kv_table() {
   }
   return {{"comment",
            "core/kv_window.h key_visible and visible_keys, written by "
-           "tests/calibrate/torch_path_test.cpp; calibrate/torch/kv_window.py is checked "
-           "against it"},
+           "tests/calibrate/torch_path_test.cpp; core/kv_window.py is checked against it"},
           {"cases", cases}};
 }
 
 TEST(TorchPath, KvWindowTableEqualsTheRule) {
   if (std::getenv("METRONOME_WRITE_KV_TABLE")) {
-    std::ofstream(kDir + "kv_window_table.json") << kv_table().dump(1) << "\n";
+    std::ofstream(kSource + "core/kv_window_table.json") << kv_table().dump(1) << "\n";
   }
   const nlohmann::json table = kv_table();
-  EXPECT_EQ(read("kv_window_table.json"), table);
+  EXPECT_EQ(read("core/kv_window_table.json"), table);
   // The rule itself, by hand: q = 0 sees itself; W = 3, S = 1, q = 10 sees key 0 and keys 7..10.
   EXPECT_EQ(table["cases"][0]["mask"], "1");
   int checked = 0;

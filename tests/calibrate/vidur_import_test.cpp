@@ -11,12 +11,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/config_error.h"
 #include "calibrate/csv_table.h"
+#include "calibrate/fit.h"
 #include "calibrate/pipeline.h"
 #include "calibrate/roofline_correction_fit.h"
-#include "calibrate/fit.h"
 #include "calibrate/vidur_profile.h"
-#include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/scenario.h"

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <string>
 
+#include "base/config_error.h"
+#include "base/json_file.h"
 #include "calibrate/report.h"
-#include "sim/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/step_time.h"
-#include "sim/json_file.h"
 #include "sim/scenario.h"
 #include "tests/fuzz/fuzz_input.h"
 

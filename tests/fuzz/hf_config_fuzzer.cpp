@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
 #include "sim/first_order.h"
 #include "sim/hf_config.h"
-#include "sim/json_file.h"
 #include "sim/scenario.h"
 
 using namespace metronome;

@@ -13,7 +13,7 @@
 
 #include "app/commands.h"
 #include "app/option_checks.h"
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/scenario.h"
 #include "tests/fuzz/fuzz_input.h"
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
-#include "sim/json_file.h"
 #include "sim/scenario.h"
 
 using namespace metronome;
@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   try {
-    // The strict reader (sim/json_file.h): duplicate keys, 1e309 and deep nesting are ConfigErrors.
+    // The strict reader (base/json_file.h): duplicate keys, 1e309 and deep nesting are
+    // ConfigErrors.
     auto parsed = parse_json_if_json(text, "fuzz.json");
     // Not JSON: fuzz the --set lines on the default.
     nlohmann::json j = parsed ? std::move(*parsed) : read_scenario_json("");

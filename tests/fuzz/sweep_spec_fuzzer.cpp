@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <set>
 
-#include "sim/config_error.h"
-#include "sim/json_file.h"
+#include "base/config_error.h"
+#include "base/json_file.h"
 #include "sim/sweep/sweep_spec.h"
 #include "tests/fuzz/fuzz_input.h"
 

@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
-"""The house rule for #include "folder/...": each layer includes only itself and the layers below.
+"""The house rule for #include "folder/..." (and for a Python file's sys.path): each layer reaches
+only itself and the layers below.
 
-    core/                        the shared rules (the KV visibility rule, block arithmetic)
-    kernels/  sim/               build on core/ only; neither knows the other
-    calibrate/ replay/ quality/  build on core/, kernels/ and sim/
+    core/  base/                 the shared rules (the KV visibility rule, block arithmetic, frame
+                                 growth); the base library (JSON, output files, progress, rng,
+                                 time, version). Neither includes anything of the project's else
+    kernels/                     on core/ only
+    sim/                         on core/ and base/; neither it nor kernels/ knows the other
+    calibrate/ replay/           on core/, base/, kernels/ and sim/
+    quality/                     on core/, base/ and kernels/ (no simulator)
+    bench/                       the simulator's benchmarks, on core/, base/ and sim/
     app/                         the executable, on top of everything
 
-and the half of calibrate/ that the device machine builds standalone (no simulator there) includes no
-sim/. Prints every arrow that breaks the rule, with file and line, and exits 1 if there is one.
+and the half of calibrate/ that the device machine builds standalone (no simulator, none of the
+base library's packages there) includes neither sim/ nor base/. A Python file in a layer reaches
+another folder's modules by putting it on sys.path (sys.path.insert(0, os.path.join(..., "core")));
+a layer named there counts as an arrow too. Prints every arrow that breaks the rule, with file and
+line, and exits 1 if there is one.
 
     include_graph.py ROOT          check the tree at ROOT
     include_graph.py --self-test   plant each kind of wrong arrow in a scratch tree: all must be found
@@ -19,35 +28,63 @@ import tempfile
 
 ALLOWED = {
     "core": {"core"},
+    "base": {"base"},
     "kernels": {"core", "kernels"},
-    "sim": {"core", "sim"},
-    "calibrate": {"core", "kernels", "sim", "calibrate"},
-    "replay": {"core", "kernels", "sim", "replay"},
-    "quality": {"core", "kernels", "sim", "quality"},
-    "app": {"core", "kernels", "sim", "calibrate", "replay", "quality", "app"},
+    "sim": {"core", "base", "sim"},
+    "calibrate": {"core", "base", "kernels", "sim", "calibrate"},
+    "replay": {"core", "base", "kernels", "sim", "replay"},
+    "quality": {"core", "base", "kernels", "quality"},
+    "bench": {"core", "base", "sim", "bench"},
+    "app": {"core", "base", "kernels", "sim", "calibrate", "replay", "quality", "app"},
 }
 # calibrate/CMakeLists.txt: metronome_calibrate_benchmarks, built on the device without sim/.
 DEVICE_HALF = {"grid", "bench_model", "cpu_step", "benchmarks", "gpu_benchmarks", "bench_main"}
+DEVICE_FORBIDS = {"sim", "base"}
 SOURCES = {".h", ".cpp", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')
+SYS_PATH = re.compile(r"sys\.path\.(?:insert|append)\(")
+QUOTED = re.compile(r'["\']([A-Za-z0-9_]+)["\']')
+
+
+def cpp_arrows(text):
+    for n, line in enumerate(text.splitlines(), 1):
+        m = INCLUDE.match(line)
+        if m:
+            yield n, m.group(1)
+
+
+def python_arrows(text):
+    """The layers a Python file puts on sys.path: each quoted folder name in the call's arguments."""
+    for m in SYS_PATH.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        line = text.count("\n", 0, m.start()) + 1
+        for name in QUOTED.findall(text[m.end():i]):
+            yield line, name
 
 
 def violations(root):
     found = []
     for layer, allowed in ALLOWED.items():
         for path in sorted((root / layer).rglob("*")):
-            if path.suffix not in SOURCES or not path.is_file():
+            if not path.is_file():
+                continue
+            if path.suffix in SOURCES:
+                arrows = cpp_arrows
+            elif path.suffix == ".py":
+                arrows = python_arrows
+            else:
                 continue
             device = layer == "calibrate" and path.parent == root / layer and path.stem in DEVICE_HALF
-            for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                m = INCLUDE.match(line)
-                if not m or m.group(1) not in ALLOWED:
+            ok = allowed - DEVICE_FORBIDS if device else allowed
+            for n, target in arrows(path.read_text(errors="replace")):
+                if target not in ALLOWED or target in ok:
                     continue
-                target = m.group(1)
-                if target not in allowed or (device and target == "sim"):
-                    why = "the device half of calibrate/" if device and target == "sim" else layer + "/"
-                    found.append(f"{path.relative_to(root)}:{n}: {why} includes {target}/ "
-                                 f"(allowed: {', '.join(sorted(allowed - ({'sim'} if device else set())))})")
+                why = "the device half of calibrate/" if device else layer + "/"
+                found.append(f"{path.relative_to(root)}:{n}: {why} reaches {target}/ "
+                             f"(allowed: {', '.join(sorted(ok))})")
     return found
 
 
@@ -56,17 +93,26 @@ def self_test():
         root = pathlib.Path(tmp)
         for layer in ALLOWED:
             (root / layer).mkdir()
+        (root / "kernels" / "bench").mkdir()
         planted = {
             "sim/scenario.h": '#include "kernels/kv_window.h"',
             "sim/engine.cpp": '  #  include "app/commands.h"',
             "core/rule.h": '#include "sim/time.h"',
+            "base/rng.h": '#include "core/kv_window.h"',
             "kernels/block_table.h": '#include "replay/clock.h"',
             "calibrate/cpu_step.cpp": '#include "sim/model.h"',
+            "calibrate/grid.cpp": '#include "base/json_file.h"',
+            "quality/quality_run.cpp": '#include "sim/report.h"',
+            "bench/bench_sim.cpp": '#include "replay/replay.h"',
+            "kernels/bench/compare.py": 'import os, sys\nsys.path.insert(0, os.path.join(\n    HERE, "..", "..", "calibrate", "torch"))',
         }
         fine = {
-            "sim/ok.h": '#include "core/kv_window.h"\n#include <vector>\n#include "local.h"',
+            "sim/ok.h": '#include "core/kv_window.h"\n#include "base/time.h"\n#include <vector>\n#include "local.h"',
             "calibrate/pipeline.cpp": '#include "sim/model.h"',
+            "quality/gguf_file.cpp": '#include "base/json_file.h"',
             "app/main.cpp": '#include "quality/quality_run.h"',
+            "bench/ok.cpp": '#include "sim/engine.h"',
+            "calibrate/torch_bench.py": 'sys.path.insert(0, os.path.join(ROOT, "core"))',
         }
         for name, text in {**planted, **fine}.items():
             (root / name).write_text(text + "\n")
@@ -90,7 +136,8 @@ def main():
     found = violations(root)
     for v in found:
         print(v)
-    checked = sum(1 for layer in ALLOWED for p in (root / layer).rglob("*") if p.suffix in SOURCES)
+    checked = sum(1 for layer in ALLOWED for p in (root / layer).rglob("*")
+                  if p.suffix in SOURCES or p.suffix == ".py")
     print(f"include_graph: {checked} files, {len(found)} arrows against the layers")
     return 1 if found else 0
 

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
+#include "base/config_error.h"
 #include "replay/replay.h"
-#include "sim/config_error.h"
 #include "sim/engine.h"
 #include "sim/pool_sizing.h"
 #include "tests/replay/fake.h"

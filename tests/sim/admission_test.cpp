@@ -2,9 +2,9 @@
 // output: AIMD converges with windowed KV and over-admits into the cliff with unbounded KV.
 #include <gtest/gtest.h>
 
+#include "base/config_error.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/admission/aimd.h"
-#include "sim/config_error.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/report.h"

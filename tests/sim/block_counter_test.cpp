@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/rng.h"
+#include "base/rng.h"
 
 namespace metronome {
 

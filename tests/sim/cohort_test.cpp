@@ -2,8 +2,8 @@
 // time series, must be the same with them and without.
 #include <gtest/gtest.h>
 
+#include "base/rng.h"
 #include "sim/engine.h"
-#include "sim/rng.h"
 #include "tests/sim/run_recorder.h"
 #include "tests/sim/test_scenarios.h"
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "sim/time.h"
+#include "base/time.h"
 
 namespace metronome {
 

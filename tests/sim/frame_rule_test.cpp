@@ -19,7 +19,7 @@ std::vector<FrameRule> rules() {
     for (int64_t bs : {1, 12, 16}) {
       for (int64_t n_in : {0, 1, 4}) {
         for (int64_t n_out : {1, 3}) {
-          out.push_back(FrameRule{3, 40, n_in, n_out, w, kv::BlockSize(bs)});
+          out.push_back(FrameRule{{3, 40}, n_in, n_out, w, kv::BlockSize(bs)});
         }
       }
     }
@@ -50,7 +50,7 @@ TEST(FrameRule, RunSumsEqualAddingEachCaller) {
 
 // One caller's frames from the first: what it holds while served is step_blocks, what it keeps is
 // the resident count of its new context, and past `settled` the engine's bulk take allocates
-// settled_new_blocks(ctx, n_kv).
+// settled_new_blocks(ctx, growth.per_frame).
 TEST(FrameRule, CallerWalkTakesAndFreesTheGeneralCounts) {
   for (const FrameRule& r : rules()) {
     Session s;
@@ -59,7 +59,7 @@ TEST(FrameRule, CallerWalkTakesAndFreesTheGeneralCounts) {
       const int64_t total = r.step_blocks(s);
       if (s.next_frame > 0) ASSERT_EQ(r.later_new_blocks(s.ctx, s.held), total - s.held) << s.ctx;
       if (s.ctx >= r.settled) {
-        ASSERT_EQ(kv::settled_new_blocks(s.ctx, r.n_kv, r.bs), total - s.held) << s.ctx;
+        ASSERT_EQ(kv::settled_new_blocks(s.ctx, r.growth.per_frame, r.bs), total - s.held) << s.ctx;
         ++settled_frames;
       }
       s.held = total;

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/output_number.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
-#include "sim/output_number.h"
 #include "sim/report.h"
 
 namespace metronome {

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/pool_sizing.h"
 #include "sim/scenario.h"
 

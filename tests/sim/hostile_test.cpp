@@ -5,7 +5,7 @@
 #include <cmath>
 #include <functional>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/report.h"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/frame_growth.h"
 #include "core/kv_window.h"
 
 namespace metronome::kv {
@@ -100,6 +101,24 @@ TEST(KvWindow, SettledClosedFormsMatchTheGeneralCounts) {
     }
   }
   EXPECT_TRUE(earlier_differs);
+}
+
+// The frame rule against a session that appends its frames one by one: the context each frame
+// starts from, what it appends and the blocks it holds meanwhile.
+TEST(FrameGrowth, MatchesASessionAppendingFrameByFrame) {
+  for (const FrameGrowth g : {FrameGrowth{6, 0}, FrameGrowth{6, 50}, FrameGrowth{1, 3}}) {
+    for (Window w : {Window{}, Window{20, 4}}) {
+      int64_t ctx = 0;
+      for (int64_t m = 0; m < 40; ++m) {
+        const int64_t n = m == 0 ? g.prompt + g.per_frame : g.per_frame;
+        ASSERT_EQ(g.context_at(m), ctx) << "m=" << m;
+        ASSERT_EQ(g.appended(m), n) << "m=" << m;
+        ASSERT_EQ(g.prompt_at(m), m == 0 ? g.prompt : 0);
+        ASSERT_EQ(g.step_blocks_at(m, w, 16), brute_force_blocks(ctx, n, w, 16)) << "m=" << m;
+        ctx += n;
+      }
+    }
+  }
 }
 
 }  // namespace metronome::kv

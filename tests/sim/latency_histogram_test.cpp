@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/rng.h"
+#include "base/time.h"
 #include "sim/frame_ledger.h"
-#include "sim/rng.h"
-#include "sim/time.h"
 
 namespace metronome {
 

@@ -5,8 +5,8 @@
 
 #include <memory>
 
+#include "base/config_error.h"
 #include "sim/admission/admission_policy.h"
-#include "sim/config_error.h"
 #include "sim/engine.h"
 #include "sim/exhaustion/exhaustion_policy.h"
 #include "sim/kv_policy/kv_policy.h"

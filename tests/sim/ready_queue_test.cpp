@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "sim/rng.h"
+#include "base/rng.h"
 
 namespace metronome {
 namespace {

@@ -3,8 +3,8 @@
 // actually run where every caller settles.
 #include <gtest/gtest.h>
 
+#include "base/rng.h"
 #include "sim/engine.h"
-#include "sim/rng.h"
 #include "tests/sim/run_recorder.h"
 #include "tests/sim/test_scenarios.h"
 

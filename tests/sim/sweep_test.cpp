@@ -6,8 +6,8 @@
 #include <limits>
 #include <sstream>
 
+#include "base/config_error.h"
 #include "sim/capacity.h"
-#include "sim/config_error.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/sweep/wilson.h"
 #include "test_scenarios.h"

@@ -10,7 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/engine.h"
 #include "tests/sim/test_scenarios.h"

@@ -1,4 +1,4 @@
-#include "sim/output_file.h"
+#include "base/output_file.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome {
 namespace {

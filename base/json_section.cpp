@@ -1,12 +1,12 @@
-#include "sim/json_section.h"
+#include "base/json_section.h"
 
 #include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
 
-#include "sim/json_file.h"
-#include "sim/nearest_name.h"
+#include "base/json_file.h"
+#include "base/nearest_name.h"
 
 namespace metronome {
 

@@ -1,5 +1,5 @@
 // Progress lines and their rate limit, on an injected clock (no test waits).
-#include "sim/progress.h"
+#include "base/progress.h"
 
 #include <gtest/gtest.h>
 

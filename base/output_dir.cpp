@@ -1,4 +1,4 @@
-#include "sim/output_dir.h"
+#include "base/output_dir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome {
 

@@ -1,6 +1,6 @@
 // Outputs on a failing disk: /dev/full accepts the open and refuses every write, as a full disk
 // does. A failed write is an IoError naming the path, and never replaces a good file.
-#include "sim/output_file.h"
+#include "base/output_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config_error.h"
-#include "sim/output_dir.h"
+#include "base/config_error.h"
+#include "base/output_dir.h"
 
 namespace metronome {
 namespace {

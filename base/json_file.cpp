@@ -1,4 +1,4 @@
-#include "sim/json_file.h"
+#include "base/json_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome {
 namespace {

@@ -1,6 +1,6 @@
-// The one rounding rule of outputs (sim/output_number.h), checked on the values that printed badly
+// The one rounding rule of outputs (base/output_number.h), checked on the values that printed badly
 // before it (predict --json showed t_sat 55.040000000000006) and on what it must leave alone.
-#include "sim/output_number.h"
+#include "base/output_number.h"
 
 #include <gtest/gtest.h>
 

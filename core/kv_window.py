@@ -3,10 +3,11 @@
 
 A query at absolute position q sees key k iff k <= q and (unbounded or k < S or q - k <= W): the
 S attention-sink tokens, the W tokens before the query, and the query itself (W < 0: unbounded).
-core/kv_window.h is the rule; this port is checked against a table the C++ rule wrote
-(kv_window_table.json, pinned by tests/calibrate/torch_path_test.cpp):
+core/kv_window.h is the rule; this port sits beside it (core/ is the room every layer reads, the
+PyTorch paths of calibrate/ and kernels/bench/ both import it) and is checked against a table the
+C++ rule wrote (kv_window_table.json, pinned by tests/calibrate/torch_path_test.cpp):
 
-    python3 calibrate/torch/kv_window.py --check calibrate/torch/kv_window_table.json
+    python3 core/kv_window.py --check core/kv_window_table.json
 """
 import argparse
 import json

@@ -1,6 +1,6 @@
 // The strict JSON reader: every refusal names the file and the field, and nothing it refuses can
 // crash or mislead a later step (a duplicate key, 1e309, deep nesting, a huge file).
-#include "sim/json_file.h"
+#include "base/json_file.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "sim/config_error.h"
-#include "sim/json_section.h"
+#include "base/config_error.h"
+#include "base/json_section.h"
 
 namespace metronome {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/config_error.h"
+#include "base/config_error.h"
 
 namespace metronome {
 
