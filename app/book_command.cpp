@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/run_folder.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
 #include "base/json_file.h"
@@ -151,14 +152,10 @@ Run add_book(CLI::App& app) {
     const RecordedRun records = read_records(o->records, &origin, &run);
     const FirstOrderPrediction prediction = predict_first_order(s);
 
-    std::unique_ptr<OutputDir> out;
-    std::unique_ptr<TimeSeriesWriter> series;
-    if (!o->out.empty()) {
-      out = std::make_unique<OutputDir>(o->out, "--out",
-                                        std::vector<std::string>{"summary.json", "scenario.json"});
-      series = std::make_unique<TimeSeriesWriter>(out->file("timeseries.csv"));
-    }
-    const RunResult r = book_recorded_run(s, prediction.pool.num_blocks, records, series.get());
+    std::unique_ptr<RunFolder> out;
+    if (!o->out.empty()) out = std::make_unique<RunFolder>(o->out);
+    const RunResult r =
+        book_recorded_run(s, prediction.pool.num_blocks, records, out ? &out->series() : nullptr);
     std::string engine = "a recorded engine";
     if (run.contains("vllm_version") && run["vllm_version"].is_string()) {
       engine = "vLLM " + run["vllm_version"].get<std::string>();
@@ -176,11 +173,7 @@ Run add_book(CLI::App& app) {
                      {"pool_blocks_from", "vllm:kv_cache_usage_perc x the scenario's pool"},
                      {"stalled_sessions_from", "vllm:num_requests_waiting"},
                      {"run", run}};
-    if (out) {
-      series->close();
-      write_file_atomically(out->file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
-      write_file_atomically(out->file("summary.json"), output_text(j) + "\n", "summary.json");
-    }
+    if (out) out->finish(s, j);
     if (o->scenario.json) {
       std::cout << output_text(j) << "\n";
     } else {

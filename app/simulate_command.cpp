@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/run_folder.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
 #include "base/output_dir.h"
@@ -51,16 +52,12 @@ Run add_simulate(CLI::App& app) {
     prediction.service = check_service(s, prediction, *cost);
 
     ObserverList observers;
-    std::unique_ptr<OutputDir> out;
-    std::unique_ptr<TimeSeriesWriter> series;
+    std::unique_ptr<RunFolder> out;
     std::unique_ptr<TraceWriter> trace;
     std::unique_ptr<MetricsWriter> metrics;
     if (!o->out.empty()) {
-      // The old summary.json goes first: until the new one is written the folder is incomplete.
-      out = std::make_unique<OutputDir>(o->out, "--out",
-                                        std::vector<std::string>{"summary.json", "scenario.json"});
-      series = std::make_unique<TimeSeriesWriter>(out->file("timeseries.csv"));
-      observers.add(series.get());
+      out = std::make_unique<RunFolder>(o->out);
+      observers.add(&out->series());
     }
     if (!o->metrics.empty()) {
       metrics = std::make_unique<MetricsWriter>(o->metrics, s.model.name);
@@ -84,11 +81,7 @@ Run add_simulate(CLI::App& app) {
     if (!s.cost_model.chosen.empty()) j["cost_model_chosen"] = s.cost_model.chosen;
     if (trace) trace->close();
     if (metrics) metrics->close();
-    if (out) {
-      series->close();
-      write_file_atomically(out->file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
-      write_file_atomically(out->file("summary.json"), output_text(j) + "\n", "summary.json");
-    }
+    if (out) out->finish(s, j);
     if (o->scenario.json) {
       std::cout << output_text(j) << "\n";
     } else {

@@ -1,0 +1,37 @@
+// A run's --out folder as `simulate` writes it and `book` writes a recorded run: locked, the old
+// completion markers removed first, timeseries.csv streamed during the run, then scenario.json and,
+// last, summary.json (a folder without it holds an unfinished run).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/output_dir.h"
+#include "base/output_file.h"
+#include "base/output_number.h"
+#include "sim/scenario.h"
+#include "sim/time_series_writer.h"
+
+namespace metronome::cli {
+
+class RunFolder {
+ public:
+  explicit RunFolder(const std::string& path)
+      : dir_(path, "--out", {"summary.json", "scenario.json"}),
+        series_(dir_.file("timeseries.csv")) {}
+
+  TimeSeriesWriter& series() { return series_; }
+
+  void finish(const Scenario& s, const nlohmann::json& summary) {
+    series_.close();
+    write_file_atomically(dir_.file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
+    write_file_atomically(dir_.file("summary.json"), output_text(summary) + "\n", "summary.json");
+  }
+
+ private:
+  OutputDir dir_;
+  TimeSeriesWriter series_;
+};
+
+}  // namespace metronome::cli
