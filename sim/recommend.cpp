@@ -56,7 +56,7 @@ bool better_quality(const RecommendCell& a, const RecommendCell& b) {
 
 bool load_limited(const Scenario& s, const RecommendCell& c) {
   return (c.unrejected_runs > 0 && c.unrejected_runs == static_cast<int64_t>(c.n_star.size())) ||
-         c.n_star_median >= 0.95 * offered_sessions(s);
+         c.starved_runs > 0 || c.n_star_median >= 0.95 * offered_sessions(s);
 }
 
 // A window in seconds of conversation: W tokens at kv_tokens_per_frame per frame period.
@@ -196,6 +196,11 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
                             a.cap_median && *a.cap_p95 - *a.cap_p5 > 0.25 * *a.cap_median &&
                             static_cast<double>(a.final_cap) >= *a.cap_p95;
       if (climbing) ++c.climbing_runs;
+      // (Callers the memory guard refused bound the live count themselves: not this case.)
+      if (a.adaptive && r.sessions_rejected > 0 && a.rejected_by_memory == 0 && a.cap_p5 &&
+          a.live_p95 && *a.cap_p5 > *a.live_p95) {
+        ++c.starved_runs;
+      }
       if (c.window_fill_s > sc.horizon_s / 2 || climbing) ++c.unsettled_runs;
     }
     c.silent_fraction_mean = seeds > 0 ? silent / static_cast<double>(seeds) : 0;
@@ -300,6 +305,7 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
                      {"unsettled_runs", c.unsettled_runs},
                      {"too_short_to_settle", c.unsettled_runs > 0},
                      {"cap_still_climbing_runs", c.climbing_runs},
+                     {"arrivals_ran_out_runs", c.starved_runs},
                      {"window_fill_s", c.window_fill_s},
                      {"tied_with_top",
                       r.best && c.eligible && &c != &r.cells.front() && tied(c, r.cells.front())}});
@@ -367,7 +373,14 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
                             base.horizon_s)
               : fmt::format("the admission cap was still climbing in {} of them", b.climbing_runs));
     }
-    if (load_limited(base, b)) {
+    if (b.starved_runs > 0) {
+      out += fmt::format(
+          "FLAGGED    N* {:g} is where the arrivals ran out, not a capacity: in {} of {} runs the "
+          "cap stayed above every live count over the last half (callers turned away early never "
+          "came back, and no new ones arrived); use arrivals that keep coming (fixed_interval or "
+          "poisson) past the cap's climb\n",
+          b.n_star_median, b.starved_runs, b.n_star.size());
+    } else if (load_limited(base, b)) {
       out += fmt::format(
           "FLAGGED    N* {:g} is the offered load (nobody was turned away; {:g} sessions at once "
           "by "
@@ -385,7 +398,11 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
     if (c.eligible && r.best && &c != &r.cells.front() && tied(c, r.cells.front())) {
       verdict += " (tie with the top N*)";
     }
-    if (load_limited(base, c)) verdict += "; N* = offered load";
+    if (c.starved_runs > 0) {
+      verdict += "; N* = where arrivals ran out";
+    } else if (load_limited(base, c)) {
+      verdict += "; N* = offered load";
+    }
     if (c.unsettled_runs > 0) verdict += "; run too short to settle";
     out +=
         fmt::format("{:>6} {:>6.1f} {:>4} {:>8} {:>8} {:>8g} {:>8.2f} {:>8}  {}\n", c.window,

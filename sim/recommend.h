@@ -51,7 +51,11 @@ struct RecommendCell {
   // still climbing when the run ended).
   int64_t unsettled_runs = 0;
   int64_t climbing_runs = 0;  // of those, the cap still climbing
-  double window_fill_s = 0;   // when a session's sinks + window are full
+  // Runs that turned callers away at the cap (none by the memory guard) and whose cap then stayed
+  // above every live count over the last half: the controller had room and no caller came to fill
+  // it (all arrived at once, or the arrivals ended).
+  int64_t starved_runs = 0;
+  double window_fill_s = 0;  // when a session's sinks + window are full
   std::optional<double> ppl_ratio;
   bool eligible = false;  // meets the quality floor and every run is clean
   std::string why_not;

@@ -105,6 +105,15 @@ grep -Eq '^FLAGGED    N\* [0-9]+ is the offered load \(nobody was turned away; 6
   fail "recommend: no offered-load flag: $(cat "$tmp/rec.txt")"
 grep -q "W = 480 tokens is 38.4 s of conversation" "$tmp/rec.txt" || fail "recommend: W in seconds: $(cat "$tmp/rec.txt")"
 
+# --- 7b. recommend: callers all at once, most turned away by AIMD's starting cap, none after: the
+# cap climbs with nobody to admit, and N* (its starting cap) is where the arrivals ran out
+"$bin" recommend --set model=qwen2.5-omni-7b --set workload.frame_period_s=1 \
+  --set workload.input_tokens_per_frame=30 --set workload.output_tokens_per_frame=10 \
+  --set workload.arrival.sessions=200 --set horizon_s=120 --windows 480 --sinks 0 --seeds 2 --quiet \
+  >"$tmp/rec_once.txt" 2>&1 || fail "recommend (all at once)"
+grep -Eq '^FLAGGED    N\* 16 is where the arrivals ran out, not a capacity: in 2 of 2 runs' "$tmp/rec_once.txt" ||
+  fail "recommend: no arrivals-ran-out flag: $(cat "$tmp/rec_once.txt")"
+
 # --- 8. recommend: where the quality floor came from, runs too short to settle, the best quality
 # within 5% of the best N*
 q() {  # q <model file> <text file> <model name>: a quality output with ratios for W 240, 960
