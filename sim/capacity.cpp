@@ -15,6 +15,7 @@
 #include "sim/engine.h"
 #include "sim/first_order.h"
 #include "sim/report.h"
+#include "sim/service_rate.h"
 
 namespace metronome {
 namespace {
@@ -103,23 +104,31 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;
     c.memory_cap = pred.pool.num_blocks / blocks;
   }
+  // A probe too short to show a slow overload still reads a low latency (a 24 s probe put an
+  // Omni cap at 1041 callers where 1005 missed 20% of frames over 1000 s): past the frame
+  // scheduler's full-step pace at the contexts the probe ends with (its costliest frames), no
+  // probe can pass.
+  if (s.engine.scheduler == "frame") {
+    const auto frames = static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s));
+    const int64_t ctx = s.workload.growth().context_at(frames);
+    c.pace_cap = full_step_sessions(s, kv::visible_keys(ctx, s.kv_policy.window()) - 1, *cost);
+  }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
   auto probe = [&](const Scenario& sc, int64_t n, bool random) {
+    if (c.pace_cap && n > *c.pace_cap) return false;
     const bool ok = meets_deadline(sc, *cost, n, fraction, probe_s, random);
+    ++c.probes;
     if (progress) progress->add();
     return ok;
   };
   auto search = [&](const Scenario& sc, bool random) {
     int64_t lo = 0, hi = 1;
     while (hi <= (int64_t{1} << 20) && probe(sc, hi, random)) {
-      ++c.probes;
       lo = hi;
       hi *= 2;
     }
-    ++c.probes;
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
-      ++c.probes;
       (probe(sc, mid, random) ? lo : hi) = mid;
     }
     return lo;
@@ -147,27 +156,29 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
 }
 
 nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
-  return {{"metronome_version", version_string()},
-          {"cost_model", c.cost_model},
-          {"scenario", to_json(s)},
-          {"capacity",
-           {{"memory_cap_sessions", c.memory_cap},
-            {"memory_cap_grows_with_time", c.memory_cap_grows_with_time},
-            {"memory_cap_call_s",
-             c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
-            {"deadline_cap_sessions", c.deadline_cap},
-            {"deadline_cap_random_phases_sessions",
-             c.random_phases ? nlohmann::json(c.deadline_cap_random) : nlohmann::json(nullptr)},
-            {"deadline_cap_random_phases_min",
-             c.random_phases ? nlohmann::json(c.deadline_cap_random_min) : nlohmann::json(nullptr)},
-            {"deadline_cap_random_phases_max",
-             c.random_phases ? nlohmann::json(c.deadline_cap_random_max) : nlohmann::json(nullptr)},
-            {"phase_draws", c.phase_draws},
-            {"deadline_fraction", c.fraction},
-            {"deadline_ms", s.workload.deadline() * 1e3},
-            {"probe_s", c.probe_s},
-            {"probe_runs", c.probes},
-            {"binding", c.binding}}}};
+  return {
+      {"metronome_version", version_string()},
+      {"cost_model", c.cost_model},
+      {"scenario", to_json(s)},
+      {"capacity",
+       {{"memory_cap_sessions", c.memory_cap},
+        {"memory_cap_grows_with_time", c.memory_cap_grows_with_time},
+        {"memory_cap_call_s",
+         c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
+        {"deadline_cap_sessions", c.deadline_cap},
+        {"pace_cap_sessions", c.pace_cap ? nlohmann::json(*c.pace_cap) : nlohmann::json(nullptr)},
+        {"deadline_cap_random_phases_sessions",
+         c.random_phases ? nlohmann::json(c.deadline_cap_random) : nlohmann::json(nullptr)},
+        {"deadline_cap_random_phases_min",
+         c.random_phases ? nlohmann::json(c.deadline_cap_random_min) : nlohmann::json(nullptr)},
+        {"deadline_cap_random_phases_max",
+         c.random_phases ? nlohmann::json(c.deadline_cap_random_max) : nlohmann::json(nullptr)},
+        {"phase_draws", c.phase_draws},
+        {"deadline_fraction", c.fraction},
+        {"deadline_ms", s.workload.deadline() * 1e3},
+        {"probe_s", c.probe_s},
+        {"probe_runs", c.probes},
+        {"binding", c.binding}}}};
 }
 
 std::string capacity_text(const Scenario& s, const CapacityReport& c) {
@@ -197,6 +208,13 @@ std::string capacity_text(const Scenario& s, const CapacityReport& c) {
                                c.deadline_cap_random_max, drawn_phases, c.phase_draws))
           : std::string("callers evenly spread over a frame period"),
       c.probes);
+  if (c.pace_cap) {
+    out += fmt::format(
+        "pace cap      {} sessions (steps of up to {} keep pace with {:.1f} ms frames at the "
+        "probe's last contexts; past it frames fall further behind every period, however low a "
+        "short run reads)\n",
+        *c.pace_cap, s.engine.max_sessions_per_step, s.workload.frame_period_s * 1e3);
+  }
   out += fmt::format("binding       {} ({} sessions)\n", c.binding,
                      std::min(c.memory_cap, c.deadline_cap));
   return out;

@@ -10,7 +10,11 @@
 //                 deadline; found by doubling then bisection, assuming latency grows with N.
 //                 Steady: the p95 over the probe's second half, once every window has filled,
 //                 with under 1% of that half's due frames silent.
-// The smaller binds.
+//   pace cap      the frame scheduler's: the most N whose frames, served in full steps, take at
+//                 most a frame period at the probe's last contexts (sim/service_rate.h). Past it
+//                 the engine falls further behind every period; a probe of a few periods can miss
+//                 that, so the deadline search never passes it.
+// The smaller of the memory and deadline caps binds.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +32,8 @@ struct CapacityReport {
   int64_t memory_cap = 0;
   bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
   double call_s = 0;
-  int64_t deadline_cap = 0;  // callers evenly spread over a period: the best case; binds
+  int64_t deadline_cap = 0;         // callers evenly spread over a period: the best case; binds
+  std::optional<int64_t> pace_cap;  // frame scheduler only; deadline caps never exceed it
   // Poisson scenarios: at the random phases of `phase_draws` draws of callers (seeds seed,
   // seed + 1, ...), the median and the range across draws, beside the evenly spread cap. Few
   // sessions with long windows make phase bunching matter: the range says how much.

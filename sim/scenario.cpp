@@ -643,6 +643,32 @@ const nlohmann::json* workload_field(const nlohmann::json& j, const char* key) {
   return f == w->end() || f->is_null() ? nullptr : &*f;
 }
 
+// What a scenario's name says of its callers: their count where the arrival states one, else the
+// arrival type ("poisson"); and its KV policy type. Empty where the JSON does not say.
+std::string callers_label(const nlohmann::json& j) {
+  const nlohmann::json* a = workload_field(j, "arrival");
+  if (!a || !a->is_object()) return "";
+  if (auto n = a->find("sessions"); n != a->end() && n->is_number_integer()) return n->dump();
+  if (auto t = a->find("type"); t != a->end() && t->is_string()) return t->get<std::string>();
+  return "";
+}
+
+std::string kv_policy_label(const nlohmann::json& j) {
+  auto k = j.find("kv_policy");
+  if (k == j.end() || !k->is_object()) return "";
+  auto t = k->find("type");
+  return t != k->end() && t->is_string() ? t->get<std::string>() : "";
+}
+
+// Replaces `from` in `name` where it stands as a token: between dashes, or after the last one.
+void replace_name_token(std::string& name, const std::string& from, const std::string& to) {
+  if (const auto at = name.find("-" + from + "-"); at != std::string::npos) {
+    name.replace(at + 1, from.size(), to);
+  } else if (name.size() > from.size() && name.ends_with("-" + from)) {
+    name.replace(name.size() - from.size(), from.size(), to);
+  }
+}
+
 // A --set that changes what a frame carries or how many call, on a scenario whose other fields were
 // written for the old values: the KV tokens per frame the file stated for its own token counts
 // (the default's 1, Moshi's one position per step) are dropped and derived again as input +
@@ -651,14 +677,13 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
                                               const std::vector<std::string>& sets, bool name_set,
                                               bool comment_set) {
   std::vector<std::string> warnings;
-  bool tokens_set = false, kv_set = false, sessions_set = false;
+  bool tokens_set = false, kv_set = false;
   for (const auto& a : sets) {
     const std::string k = key_of(a);
     tokens_set = tokens_set || k == "workload.input_tokens_per_frame" ||
                  k == "workload.output_tokens_per_frame" || k == "workload";
     kv_set = kv_set || k == "workload.kv_tokens_per_frame" ||
              k == "workload.tokens_per_s_per_session" || k == "workload";
-    sessions_set = sessions_set || k == "workload.arrival.sessions";
   }
   if (tokens_set && !kv_set) {
     for (const char* key : {"kv_tokens_per_frame", "tokens_per_s_per_session"}) {
@@ -675,30 +700,23 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
           "); --set workload.kv_tokens_per_frame=N to state another count");
     }
   }
-  const nlohmann::json* old_n = nullptr;
-  if (auto a = base.find("workload"); a != base.end() && a->is_object()) {
-    if (auto arr = a->find("arrival"); arr != a->end() && arr->is_object()) {
-      if (auto n = arr->find("sessions"); n != arr->end() && n->is_number_integer()) old_n = &*n;
-    }
+  // The name's caller count (or, without one, the arrival type) and KV policy follow the --sets,
+  // replaced where the name spells them as a dash-separated token; the comment says what changed.
+  std::string changed;
+  std::string name =
+      j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "";
+  for (const auto& [label, what] :
+       {std::pair{&callers_label, "callers"}, std::pair{&kv_policy_label, "KV policy"}}) {
+    const std::string from = (*label)(base), to = (*label)(j);
+    if (from.empty() || to.empty() || from == to) continue;
+    changed += fmt::format("{}{} {} -> {}", changed.empty() ? "" : ", ", what, from, to);
+    replace_name_token(name, from, to);
   }
-  const nlohmann::json* new_n = nullptr;
-  if (auto a = j.find("workload"); a != j.end() && a->is_object()) {
-    if (auto arr = a->find("arrival"); arr != a->end() && arr->is_object()) {
-      if (auto n = arr->find("sessions"); n != arr->end() && n->is_number_integer()) new_n = &*n;
-    }
-  }
-  if (sessions_set && old_n && new_n && *old_n != *new_n && j.contains("name") &&
-      j["name"].is_string()) {
-    const std::string from = "-" + old_n->dump() + "-", to = "-" + new_n->dump() + "-";
-    std::string name = j["name"].get<std::string>();
-    if (const auto at = name.find(from); at != std::string::npos && !name_set) {
-      name.replace(at, from.size(), to);
-      j["name"] = name;
-    }
+  if (!changed.empty()) {
+    if (!name_set && j.contains("name") && j["name"].is_string()) j["name"] = name;
     if (!comment_set && j.contains("comment") && j["comment"].is_string()) {
-      j["comment"] = j["comment"].get<std::string>() +
-                     " [--set workload.arrival.sessions=" + new_n->dump() + ": " + old_n->dump() +
-                     " callers in this comment are now " + new_n->dump() + "]";
+      j["comment"] = j["comment"].get<std::string>() + " [--set: " + changed +
+                     "; this comment describes the file's]";
     }
   }
   return warnings;

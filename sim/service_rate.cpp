@@ -24,6 +24,32 @@ double period_work(const Scenario& s, int64_t n, int64_t ctx, const CostModel& c
 
 }  // namespace
 
+double full_step_utilisation(const Scenario& s, int64_t n, int64_t cached, const CostModel& cost) {
+  if (n <= 0) return 0;
+  const int64_t step = std::min(n, s.engine.max_sessions_per_step);
+  FramePasses passes;
+  passes.add(step, s.workload.input_tokens_per_frame, cached, s.workload.output_tokens_per_frame,
+             s.kv_policy.window());
+  const double steps = static_cast<double>(n) / static_cast<double>(step);
+  return steps * passes.seconds(cost) / s.workload.frame_period_s;
+}
+
+int64_t full_step_sessions(const Scenario& s, int64_t cached, const CostModel& cost) {
+  // Utilisation rises with n (a bigger step costs more, and past max_num_seqs each session adds
+  // a fixed share of a full step): doubling, then bisection.
+  auto keeps_pace = [&](int64_t n) { return full_step_utilisation(s, n, cached, cost) <= 1; };
+  int64_t lo = 0, hi = 1;
+  while (hi <= (int64_t{1} << 40) && keeps_pace(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (keeps_pace(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
                            const CostModel& cost) {
   ServiceCheck c;
@@ -63,7 +89,8 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
       c.t_sat_service_limited_s = t;
       break;
     }
-    t = std::max(t + period_work(s, n, ctx, cost), w.arrival.start_s + (m + 1) * w.frame_period_s);
+    t = std::max(t + period_work(s, n, ctx, cost),
+                 w.arrival.start_s + static_cast<double>(m + 1) * w.frame_period_s);
     if (t > s.horizon_s) break;
   }
   return c;

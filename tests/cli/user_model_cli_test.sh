@@ -72,6 +72,15 @@ assert j["prediction"]["t_sat_blocks_s"] is not None, j["prediction"]
 assert "-200-" in j["scenario"]["name"] and "-300-" not in j["scenario"]["name"], j["scenario"]["name"]
 assert any("kv_tokens_per_frame" in x for x in j["warnings"]), j
 PY
+# A whole arrival or a KV policy --set: the name says what runs, the comment what changed
+"$bin" predict --json "${user[@]}" --set 'workload.arrival={"type":"poisson","rate_per_s":5}' \
+  --set kv_policy.type=windowed --set kv_policy.window_tokens=480 2>/dev/null >"$tmp/u2.json"
+$py - "$tmp/u2.json" <<'PY' || fail "a whole arrival or KV policy --set: the name"
+import json, sys
+s = json.load(open(sys.argv[1]))["scenario"]
+assert s["name"].endswith("-poisson-windowed") and "300" not in s["name"], s["name"]
+assert "callers 300 -> poisson, KV policy unbounded -> windowed" in s["comment"], s["comment"]
+PY
 warns 'kv_tokens_per_frame 1 is less than the input 30 tokens per frame' predict "${user[@]}" --set workload.kv_tokens_per_frame=1
 quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40
 quiet predict  # the default (Moshi: one KV position per step carries both streams) stays quiet

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "sim/capacity.h"
 #include "sim/engine.h"
 #include "tests/sim/test_scenarios.h"
 
@@ -40,6 +41,54 @@ TEST(ServiceRate, OverloadedEngineFillsThePoolAtTheServiceRate) {
     EXPECT_GT(*r.first_stall_s, 1.04 * *p.t_sat_blocks_s) << batch;
     EXPECT_NEAR(*r.first_stall_s, *c.t_sat_service_limited_s, 0.02 * *r.first_stall_s) << batch;
   }
+}
+
+// Callers evenly spread over the period, calls outlasting the run, 8 sessions a step: the line
+// where full steps stop keeping pace is where the engine stops keeping up. At the line every frame
+// is on time; one caller more and frames fall further behind every period (most are late).
+Scenario spread_callers(int64_t n, double horizon_s) {
+  return testing::moshi(
+      n, "windowed",
+      {"engine.max_sessions_per_step=8", "horizon_s=" + std::to_string(horizon_s),
+       "workload.arrival={\"type\":\"fixed_interval\",\"sessions\":" + std::to_string(n) +
+           ",\"interval_s\":" + std::to_string(0.08 / static_cast<double>(n)) + "}",
+       "workload.duration={\"type\":\"fixed\",\"seconds\":1000}"});
+}
+
+int64_t full_step_line(const Scenario& s, const CostModel& cost) {
+  const int64_t cached = kv::visible_keys(int64_t{1} << 30, s.kv_policy.window()) - 1;  // settled
+  const int64_t line = full_step_sessions(s, cached, cost);
+  EXPECT_LE(full_step_utilisation(s, line, cached, cost), 1);
+  EXPECT_GT(full_step_utilisation(s, line + 1, cached, cost), 1);
+  return line;
+}
+
+TEST(ServiceRate, FullStepPaceIsTheLineWhereTheEngineStopsKeepingUp) {
+  const Scenario s = spread_callers(1, 120);
+  const auto cost = make_cost_model(s);
+  const int64_t line = full_step_line(s, *cost);
+  ASSERT_GT(line, 8);  // several steps per period: the batch cap, not one step, sets the line
+  const RunResult at = simulate(spread_callers(line, 120));
+  // All on time but the frames still in flight at the horizon (at most one per caller).
+  EXPECT_LE(at.frames_silent, line) << line;
+  EXPECT_GE(at.frames_on_time + line, at.frames_due) << line;
+  const RunResult past = simulate(spread_callers(line + 1, 120));
+  EXPECT_GT(past.frames_due - past.frames_on_time, past.frames_due / 4) << line + 1;
+}
+
+// A capacity probe lasts a few seconds, too short to show a slow overload; its deadline cap must
+// still stop at the line (before, a 24 s probe put Qwen2.5-Omni-7B's cap at 1041 callers, where
+// 1005 already missed 20% of frames over 1000 s).
+TEST(ServiceRate, CapacityStopsAtTheLine) {
+  const Scenario s = testing::moshi(
+      1, "windowed",
+      {"model=qwen2.5-omni-7b", "workload.frame_period_s=1", "workload.input_tokens_per_frame=30",
+       "workload.output_tokens_per_frame=10", "kv_policy.sink_tokens=0"});
+  const auto cost = make_cost_model(s);
+  const int64_t line = full_step_line(s, *cost);
+  const CapacityReport c = compute_capacity(s, 0.9);
+  EXPECT_LE(c.deadline_cap, line);
+  EXPECT_GE(c.deadline_cap, line * 9 / 10) << "the deadline, not the line, binds only near it";
 }
 
 }  // namespace
