@@ -27,11 +27,14 @@ ControlSignal parse_signal(const std::string& line, int64_t n) {
   try {
     j = nlohmann::json::parse(line);
   } catch (const nlohmann::json::parse_error&) {
-    throw ConfigError(where + ": expected a JSON object {\"now_s\", \"latency_ms\", \"frames\", "
-                              "\"live\"}, got: " + line.substr(0, 80));
+    throw ConfigError(where +
+                      ": expected a JSON object {\"now_s\", \"latency_ms\", \"frames\", "
+                      "\"live\"}, got: " +
+                      line.substr(0, 80));
   }
   auto number = [&](const char* key, bool null_ok) -> double {
-    if (!j.is_object() || !j.contains(key)) throw ConfigError(where + ": field '" + key + "' missing");
+    if (!j.is_object() || !j.contains(key))
+      throw ConfigError(where + ": field '" + key + "' missing");
     const auto& v = j[key];
     if (v.is_null() && null_ok) return INFINITY;  // censored: no answer in the interval's quantile
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
@@ -45,8 +48,7 @@ ControlSignal parse_signal(const std::string& line, int64_t n) {
   s.latency_s = number("latency_ms", true) / 1e3;
   s.frames = static_cast<int64_t>(number("frames", false));
   s.live = static_cast<int64_t>(number("live", false));
-  // No cost model stands behind a live engine's latency here: the forecast is the observation.
-  s.settled_latency_s = s.latency_s;
+  // No cost model stands behind a live engine's latency here: no forecast, so the observation.
   return s;
 }
 

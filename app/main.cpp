@@ -36,7 +36,7 @@ std::string suggestions(CLI::App& app, int argc, char** argv) {
       }
       leading = false;
       std::vector<std::string> names;
-      for (const CLI::App* sub : cmd->get_subcommands({})) names.push_back(sub->get_name());
+      for (const CLI::App* c : cmd->get_subcommands({})) names.push_back(c->get_name());
       if (!names.empty()) {
         const std::string n = metronome::nearest_name(arg, names);
         if (!n.empty()) out += "metronome: did you mean \"" + n + "\" for \"" + arg + "\"?\n";

@@ -160,7 +160,7 @@ void Engine::on_arrival(Time now) {
     Session probe;
     probe.frames_total = frames;
     reserve = reserve_for(probe);
-    if (reserved_ + reserve > pool_.capacity()) {
+    if (!reserve_fits(reserve)) {
       ++result_.sessions_rejected;
       ++result_.admission.rejected_by_memory;
       ledger_.note_rejected();
@@ -687,7 +687,7 @@ void Engine::on_control(Time now) {
   sig.frames = hist.total();
   sig.latency_s = hist.percentile(scenario_.admission.control_loop().quantile);
   sig.live = live_;
-  sig.settled_latency_s = settled_latency(sig.latency_s);
+  sig.forecast = [this, observed = sig.latency_s] { return settled_latency(observed); };
   last_signal_s_ = sig.latency_s;
   const int64_t before = admission_->cap();
   admission_->on_interval(sig);
@@ -714,6 +714,11 @@ void Engine::summarise_admission() {
     a.memory_guard = memory_guard_;
     a.memory_cap = memory_cap_;
   }
+}
+
+bool Engine::turns_away_any_caller() const {
+  return live_ >= admission_->cap() ||
+         (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
 }
 
 // The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;

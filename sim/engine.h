@@ -65,6 +65,11 @@ class Engine {
   };
 
   void on_arrival(Time now);
+  // The memory guard admits a caller whose worst-case blocks fit beside those reserved.
+  bool reserve_fits(int64_t reserve) const { return reserved_ + reserve <= pool_.capacity(); }
+  // Whether the next caller is turned away whatever its call's length: at the cap, or by the
+  // memory guard where every call reserves a window's fixed bound.
+  bool turns_away_any_caller() const;
   void on_departure(int64_t id);
   void on_step_done(Time now);
   template <bool kJitter>

@@ -70,8 +70,21 @@ bool Engine::run_settled(Time& now) {
   if (!enter_settled(now)) return false;
   const size_t n = conveyor_.size();
   const size_t cap = static_cast<size_t>(std::min<int64_t>(max_batch_, static_cast<int64_t>(n)));
-  // Nothing is pushed while the regime runs, so the queue's first event stays the first.
-  const Time events_at = events_.empty() ? kNever : events_.top().time;
+  // Only a turned-away caller's next arrival is pushed while the regime runs: the queue's first
+  // event stays the first otherwise.
+  Time events_at = events_.empty() ? kNever : events_.top().time;
+  // A caller turned away changes nothing the ring holds, so its arrival is taken in place rather
+  // than ending the regime: with demand above the cap arrivals come every few steps, and each
+  // exit and re-entry rewrites every caller (most of a windowed AIMD run's time at the cap).
+  auto take_turned_away = [&](Time before) {
+    while (events_at < before && events_.top().kind() == EventKind::kArrival &&
+           turns_away_any_caller()) {
+      sample_settled(events_at);
+      events_.pop();
+      on_arrival(events_at);
+      events_at = events_.empty() ? kNever : events_.top().time;
+    }
+  };
   const int64_t n_kv = rule_.growth.per_frame;  // every caller is past its first frame
   const kv::BlockSize bs = block_size_;
   const kv::Window w = window_;
@@ -97,6 +110,7 @@ bool Engine::run_settled(Time& now) {
     if (k == 0) {
       // Idle until the head's release, where the general path's wake event would fire.
       const Time r = ring[conveyor_head_].release;
+      take_turned_away(r);
       if (r < events_at && r <= horizon_) {
         sample_settled(r);
         wake_at_ = kNever;
@@ -121,6 +135,7 @@ bool Engine::run_settled(Time& now) {
     pool_.allocate_fitting(need);
     batch_members_ = static_cast<int64_t>(k);
     const Time end = t + settled_step_time(static_cast<int64_t>(k), sum_ctx);
+    take_turned_away(end);
     if (!(end < events_at && end <= horizon_)) {
       // An event comes first or at the same instant (a step's end goes before it, then the step
       // after waits for it): the general path ends this step.

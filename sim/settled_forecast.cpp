@@ -16,59 +16,80 @@ double periodic_latency_quantile(std::vector<ForecastCaller> callers, const Fore
   std::stable_sort(
       callers.begin(), callers.end(),
       [](const ForecastCaller& a, const ForecastCaller& b) { return a.phase < b.phase; });
-  constexpr int kPeriods = 4, kRecordFrom = 2;
+  constexpr size_t kPeriods = 4, kRecordFrom = 2;
   const size_t n = callers.size();
-  const size_t total = n * kPeriods;
-  // Release k of the sorted callers: period k / n, caller k % n.
-  auto release = [&](size_t k) {
-    return static_cast<Time>(k / n) * shape.period + callers[k % n].phase;
+  // A release: a period and a caller of the sorted callers, stepped without dividing (a division
+  // per release was a fifth of the replay).
+  struct Release {
+    size_t period = 0, caller = 0;
+    bool operator==(const Release&) const = default;
+  };
+  auto at = [&](const Release& r) {
+    return static_cast<Time>(r.period) * shape.period + callers[r.caller].phase;
+  };
+  auto step_on = [&](Release& r) {
+    if (++r.caller == n) {
+      r.caller = 0;
+      ++r.period;
+    }
   };
   std::vector<std::pair<double, int64_t>> latencies;  // (seconds, frames), recorded periods only
   latencies.reserve(n * (kPeriods - kRecordFrom));
-  size_t next = 0;            // first release not yet served
+  Release next;               // first release not yet served
   int64_t taken_of_next = 0;  // members of release `next` already served (a split cohort)
   Time now = 0;
-  while (next < total) {
-    now = std::max(now, release(next));
+  while (next.period < kPeriods) {
+    now = std::max(now, at(next));
     FramePasses passes;
     int64_t members = 0;
-    const size_t first = next;
+    const Release first = next;
     const int64_t first_taken = taken_of_next;
-    while (next < total && release(next) <= now && members < shape.max_batch) {
-      const ForecastCaller& c = callers[next % n];
+    while (next.period < kPeriods && at(next) <= now && members < shape.max_batch) {
+      const ForecastCaller& c = callers[next.caller];
       const int64_t take = std::min(c.count - taken_of_next, shape.max_batch - members);
       passes.add(take, shape.n_in, c.cached, shape.n_out, shape.window);
       members += take;
       taken_of_next += take;
       if (taken_of_next == c.count) {
-        ++next;
+        step_on(next);
         taken_of_next = 0;
       }
     }
     const Time end = now + step_duration(passes.seconds(cost), cost);
     // Every frame of this step is answered at its end.
     int64_t before = first_taken;
-    for (size_t k = first; k <= next && k < total; ++k) {
-      const int64_t upto = k == next ? taken_of_next : callers[k % n].count;
-      const int64_t frames = upto - before;
+    for (Release k = first; k.period < kPeriods; step_on(k)) {
+      const bool last = k == next;
+      const int64_t frames = (last ? taken_of_next : callers[k.caller].count) - before;
       before = 0;
-      if (frames > 0 && k / n >= static_cast<size_t>(kRecordFrom)) {
-        latencies.emplace_back(to_seconds(end - release(k)), frames);
+      if (frames > 0 && k.period >= kRecordFrom) {
+        latencies.emplace_back(to_seconds(end - at(k)), frames);
       }
+      if (last) break;
     }
     now = end;
   }
-  std::sort(latencies.begin(), latencies.end());
   int64_t frames = 0;
   for (const auto& l : latencies) frames += l.second;
-  const auto rank = std::clamp<int64_t>(
+  int64_t rank = std::clamp<int64_t>(
       static_cast<int64_t>(std::ceil(q * static_cast<double>(frames))), 1, frames);
-  int64_t seen = 0;
-  for (const auto& [seconds, k] : latencies) {
-    seen += k;
-    if (seen >= rank) return seconds;
+  // The latency at which the frames, smallest first, reach `rank`: a weighted selection, the
+  // same answer as sorting (which took a third of a large-model recommend run) in linear time.
+  auto lo = latencies.begin(), hi = latencies.end();
+  for (;;) {
+    const auto mid = lo + (hi - lo) / 2;
+    std::nth_element(lo, mid, hi);
+    int64_t below = 0;
+    for (auto it = lo; it != mid; ++it) below += it->second;
+    if (rank <= below) {
+      hi = mid;
+    } else if (rank <= below + mid->second) {
+      return mid->first;
+    } else {
+      rank -= below + mid->second;
+      lo = mid + 1;
+    }
   }
-  return latencies.back().first;
 }
 
 }  // namespace metronome

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -23,9 +24,12 @@ struct ControlSignal {
   int64_t live = 0;      // sessions admitted and not departed at `now`
   // The cost model's forecast of latency_s once the live sessions and `increase` more have
   // settled (windowed KV: every context at S + W): the model's settled latency, scaled up by how
-  // far latency_s exceeds the model's latency for the batch as it is (never down). Equal to
-  // latency_s where contexts do not settle (unbounded).
-  double settled_latency_s = 0;
+  // far latency_s exceeds the model's latency for the batch as it is (never down); infinite past
+  // the engine's full-step pace. Computed when a controller asks (it replays the live callers
+  // twice: most of a large AIMD run's time); empty, or where contexts do not settle (unbounded),
+  // it is latency_s.
+  std::function<double()> forecast;
+  double settled_latency_s() const { return forecast ? forecast() : latency_s; }
 };
 
 class AdmissionController {

@@ -19,8 +19,8 @@ void Aimd::on_interval(const ControlSignal& s) {
   const double max_cap = static_cast<double>(c_.loop.max_cap);
   if (s.latency_s > high_s_) {
     if (cap_ >= static_cast<double>(s.live)) cap_ = std::max(floor, cap_ * c_.decrease_factor);
-  } else if (s.latency_s < low_s_ && s.settled_latency_s < low_s_ &&
-             2.0 * static_cast<double>(s.live) >= cap_) {
+  } else if (s.latency_s < low_s_ && 2.0 * static_cast<double>(s.live) >= cap_ &&
+             s.settled_latency_s() < low_s_) {
     cap_ = std::min(max_cap, cap_ + c_.increase);
   }
 }

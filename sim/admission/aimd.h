@@ -9,7 +9,7 @@
 //   q < low_fraction  x D            cap <- min(max_cap, cap + increase)             (headroom)
 //                                    only while the cap is in use (2 x live >= cap, so an idle
 //                                    engine does not inflate a cap it never tested) and while the
-//                                    settled forecast (ControlSignal.settled_latency_s) is under
+//                                    settled forecast (ControlSignal::settled_latency_s()) is under
 //                                    low_fraction x D too: a windowed session's cost keeps
 //                                    growing for W frame periods after admission, so the measured
 //                                    signal lags, and callers admitted on it are never evicted.

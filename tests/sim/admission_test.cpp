@@ -149,10 +149,10 @@ TEST(Admission, AimdRulesOnOneInterval) {
   ControlSignal sig;
   sig.frames = 10;
   sig.live = 100;
-  sig.latency_s = sig.settled_latency_s = 0.005;  // below 0.8 x 10 ms: +2
+  sig.latency_s = 0.005;  // below 0.8 x 10 ms: +2 (no forecast: the observation)
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 102);
-  sig.latency_s = sig.settled_latency_s = 0.0085;  // between the fractions: hold
+  sig.latency_s = 0.0085;  // between the fractions: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 102);
   sig.latency_s = 0.0095;  // above 0.9 x 10 ms: x0.9
@@ -169,10 +169,10 @@ TEST(Admission, AimdRulesOnOneInterval) {
   EXPECT_EQ(m.cap(), 82);
   sig.frames = 10;
   sig.latency_s = 0.001;
-  sig.settled_latency_s = 0.0081;  // headroom now, but settled past 0.8 x 10 ms: hold
+  sig.forecast = [] { return 0.0081; };  // headroom now, but settled past 0.8 x 10 ms: hold
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 82);
-  sig.settled_latency_s = 0.0079;  // settled under it: +2
+  sig.forecast = [] { return 0.0079; };  // settled under it: +2
   m.on_interval(sig);
   EXPECT_EQ(m.cap(), 84);
   sig.live = 10;  // the cap is not in use: no growth

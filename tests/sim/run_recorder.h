@@ -19,7 +19,8 @@ class RunRecorder : public RunObserver {
     out << "S " << x.t_s << ' ' << x.pool_used_blocks << ' ' << x.live_sessions << ' '
         << x.stalled_sessions << ' ' << x.frames_due << ' ' << x.frames_served << ' '
         << x.frames_on_time << ' ' << x.tokens_produced << ' ' << x.reported_p99_s << ' '
-        << x.true_p50_s << ' ' << x.silent_fraction << '\n';
+        << x.true_p50_s << ' ' << x.silent_fraction << ' ' << x.sessions_rejected << ' '
+        << x.admission_cap << ' ' << x.admission_signal_s << '\n';
   }
   void on_step(Time a, Time b, int64_t n, int64_t used) override {
     out << "T " << a << ' ' << b << ' ' << n << ' ' << used << '\n';

@@ -47,6 +47,7 @@ const std::string kGrid =
     "workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.004,\"sessions\":100}";
 const std::string kFixed4ms = "cost_model={\"type\":\"fixed\",\"step_overhead_s\":0.004}";
 const std::string kCalls = "workload.duration={\"type\":\"exponential\",\"mean_s\":60}";
+const std::string kDemand = "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":20}";
 
 }  // namespace
 
@@ -106,6 +107,16 @@ TEST(SettledRun, SameResultsAcrossShapes) {
       {"unbounded",
        {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.052,\"sessions\":250}",
         kFixed4ms}},
+      // Demand above the cap, and above the memory guard's cap: callers turned away arrive while
+      // the regime runs and are taken in place (on the 4 ms grid, some at the instant a step ends
+      // or the engine wakes, which the general path takes).
+      {"windowed", {kDemand, kCalls, "admission={\"type\":\"static\",\"cap\":60}"}},
+      {"windowed",
+       {kDemand, kCalls, "admission={\"type\":\"aimd\"}", "engine.num_blocks=2000"}},
+      {"windowed",
+       {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.004,"
+        "\"sessions\":20000}",
+        kCalls, kFixed4ms, "admission={\"type\":\"static\",\"cap\":30}"}},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i) + " " + cases[i].first + " " +
@@ -151,6 +162,11 @@ TEST(SettledRun, RandomScenariosMatch) {
         "output.sample_period_s=" + std::to_string(0.05 + 2 * rng.uniform()),
         "horizon_s=90",
         "seed=" + std::to_string(i)};
+    // Every fourth engine has a cap below its demand: callers turned away while it runs settled.
+    if (i % 4 == 1) {
+      sets.push_back("admission={\"type\":\"static\",\"cap\":" + std::to_string(pick(3, 60)) +
+                     "}");
+    }
     if (grid) {
       sets.push_back("workload.frame_period_s=" +
                      std::to_string(0.004 * static_cast<double>(pick(10, 100))));
