@@ -123,6 +123,24 @@ grep -q "W = 480 tokens is 38.4 s of conversation" "$tmp/rec.txt" || fail "recom
 grep -Eq '^FLAGGED    N\* 16 is where the arrivals ran out, not a capacity: in 2 of 2 runs' "$tmp/rec_once.txt" ||
   fail "recommend: no arrivals-ran-out flag: $(cat "$tmp/rec_once.txt")"
 
+# --- 7c. recommend under Poisson callers who stay: latency read under the headroom bound right up
+# to the line where the engine stops keeping full-step pace, so AIMD admitted past it and every
+# cell missed deadlines (best: none). N* now stops at capacity's pace cap, with no flag.
+poisson=("${user[@]}" --set 'workload.arrival={"type":"poisson","rate_per_s":5}' --set horizon_s=900)
+"$bin" recommend "${poisson[@]}" --windows 480 --sinks 0 --seeds 2 --quiet --json \
+  >"$tmp/rec_poisson.json" 2>/dev/null || fail "recommend (Poisson callers who stay)"
+"$bin" capacity "${poisson[@]}" --set kv_policy.type=windowed --set kv_policy.window_tokens=480 \
+  --set kv_policy.sink_tokens=0 --json --quiet >"$tmp/cap_poisson.json" 2>/dev/null || fail "capacity"
+$py - "$tmp/rec_poisson.json" "$tmp/cap_poisson.json" <<'PY' || fail "recommend admitted past the pace line"
+import json, sys
+best = json.load(open(sys.argv[1]))["best"]
+cap = json.load(open(sys.argv[2]))["capacity"]
+assert best is not None and best["eligible"] and best["flagged_runs"] == 0, best
+assert cap["pace_cap_sessions"] >= cap["deadline_cap_sessions"], cap
+assert 0.97 * cap["pace_cap_sessions"] <= best["n_star_median"] <= cap["pace_cap_sessions"], (best, cap)
+assert best["silent_frame_fraction_mean"] < 1e-3, best
+PY
+
 # --- 8. recommend: where the quality floor came from, runs too short to settle, the best quality
 # within 5% of the best N*
 q() {  # q <model file> <text file> <model name>: a quality output with ratios for W 240, 960
