@@ -58,10 +58,11 @@ void tile_scalar(const float* x, int64_t ldx, int64_t rows, const float* panel, 
 }
 
 #if METRONOME_X86_SIMD
-// MR rows x 16 columns in 2 MR ymm accumulators (MR = 6: 12 accumulators, 2 weight registers and
-// a broadcast fill AVX2's 16 registers), one FMA per weight and row and step of j. The
-// accumulators are named variables, not an array: GCC 12 kept an array's copy on the stack and
-// stored all 12 every step (a third of the speed).
+// MR rows x 16 columns (half a panel: `panel` points at the half, its rows kP floats apart) in
+// 2 MR ymm accumulators (MR = 6: 12 accumulators, 2 weight registers and a broadcast fill AVX2's
+// 16 registers), one FMA per weight and row and step of j. The accumulators are named variables,
+// not an array: GCC 12 kept an array's copy on the stack and stored all 12 every step (a third of
+// the speed).
 template <int MR>
 void tile_avx2(const float* x, int64_t ldx, const float* panel, int64_t k, float* y, int64_t ldy,
                int64_t ncols) {
@@ -84,11 +85,11 @@ void tile_avx2(const float* x, int64_t ldx, const float* panel, int64_t k, float
   }
   const __m256 lo[6] = {a0, a1, a2, a3, a4, a5}, hi[6] = {b0, b1, b2, b3, b4, b5};
   for (int r = 0; r < MR; ++r) {
-    if (ncols == kP) {
+    if (ncols == 16) {
       _mm256_storeu_ps(y + r * ldy, lo[r]);
       _mm256_storeu_ps(y + r * ldy + 8, hi[r]);
     } else {
-      alignas(32) float t[kP];
+      alignas(32) float t[16];
       _mm256_store_ps(t, lo[r]);
       _mm256_store_ps(t + 8, hi[r]);
       std::copy_n(t, ncols, y + r * ldy);
@@ -96,31 +97,46 @@ void tile_avx2(const float* x, int64_t ldx, const float* panel, int64_t k, float
   }
 }
 
-// MR rows x 16 columns, one zmm accumulator per row (MR = 12: enough independent chains to keep
-// both FMA pipes busy through the FMA latency).
+// MR rows x 32 columns, two zmm accumulators per row (MR = 12: 24 accumulators, two weight
+// registers and a broadcast in AVX-512's 32). Each broadcast of x feeds two FMAs: with one
+// 16-column register per row a step made 12 FMAs from 13 loads and waited on loads.
 template <int MR>
 __attribute__((target("avx512f"))) void tile_avx512(const float* x, int64_t ldx, const float* panel,
                                                     int64_t k, float* y, int64_t ldy,
                                                     int64_t ncols) {
-  __m512 acc[MR];
+  __m512 lo[MR], hi[MR];
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
   for (int64_t j = 0; j < k; ++j) {
-    const __m512 w = _mm512_loadu_ps(panel + j * kP);
+    const __m512 w0 = _mm512_loadu_ps(panel + j * kP), w1 = _mm512_loadu_ps(panel + j * kP + 16);
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r)
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * ldx + j]), w, acc[r]);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 xv = _mm512_set1_ps(x[r * ldx + j]);
+      lo[r] = _mm512_fmadd_ps(xv, w0, lo[r]);
+      hi[r] = _mm512_fmadd_ps(xv, w1, hi[r]);
+    }
   }
-  const auto mask = static_cast<__mmask16>((1u << ncols) - 1u);
-  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy, mask, acc[r]);
+  const auto lanes = [](int64_t n) {
+    return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
+  };
+  const __mmask16 mlo = lanes(ncols), mhi = lanes(ncols - 16);
+  for (int r = 0; r < MR; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy, mlo, lo[r]);
+    _mm512_mask_storeu_ps(y + r * ldy + 16, mhi, hi[r]);
+  }
 }
 
+// A panel 16 columns at a time: AVX2's 16 registers hold 6 rows of half a panel.
 template <int MR>
 void rows_avx2(const float* x, int64_t ldx, int64_t rows, const float* panel, int64_t k, float* y,
                int64_t ldy, int64_t ncols) {
   int64_t r = 0;
-  for (; r + MR <= rows; r += MR)
-    tile_avx2<MR>(x + r * ldx, ldx, panel, k, y + r * ldy, ldy, ncols);
+  for (; r + MR <= rows; r += MR) {
+    for (int64_t h = 0; h < ncols; h += 16) {
+      tile_avx2<MR>(x + r * ldx, ldx, panel + h, k, y + r * ldy + h, ldy,
+                    std::min<int64_t>(16, ncols - h));
+    }
+  }
   if (r < rows) {
     if constexpr (MR > 1)
       rows_avx2<MR - 1>(x + r * ldx, ldx, rows - r, panel, k, y + r * ldy, ldy, ncols);

@@ -1,10 +1,11 @@
 // The forward pass's matrix product, y[m, n] = x[m, k] W[n, k]^T (W as GGUF and PyTorch keep a
 // linear layer: [out, in]), in float on weights dequantized once into column panels.
 //
-// Layout: W is cut into panels of kPanel = 16 output columns; panel p holds
+// Layout: W is cut into panels of kPanel = 32 output columns; panel p holds
 //   data[(p k + j) kPanel + c] = W[p kPanel + c, j]   (zero for columns past n),
-// so one step of the inner loop reads 16 consecutive weights (one AVX-512 or two AVX2 registers)
-// and broadcasts one x value per row: every load is sequential, no horizontal sums.
+// so one step of the inner loop reads 32 consecutive weights (two AVX-512 registers; AVX2 takes
+// the panel 16 columns at a time) and broadcasts one x value per row into two FMAs: every load is
+// sequential, no horizontal sums.
 //
 // Summation order, the same on every path: each output is one chain of fused multiply-adds
 //   acc = 0; for j = 0 .. k-1: acc = fma(x[m, j], W[n, j], acc)
@@ -25,7 +26,7 @@ class Workers;
 
 class PackedMatrix {
  public:
-  static constexpr int64_t kPanel = 16;
+  static constexpr int64_t kPanel = 32;
 
   PackedMatrix() = default;
   // w: [n, k] row-major.
