@@ -70,8 +70,9 @@ bool Engine::run_settled(Time& now) {
   if (!enter_settled(now)) return false;
   const size_t n = conveyor_.size();
   const size_t cap = static_cast<size_t>(std::min<int64_t>(max_batch_, static_cast<int64_t>(n)));
-  // Nothing is pushed while the regime runs, so the queue's first event stays the first.
-  const Time events_at = events_.empty() ? kNever : events_.top().time;
+  // Nothing is pushed while the regime runs, so the queue's first event stays the first; an
+  // arrival a fleet may place (external_at_) counts as one.
+  const Time events_at = std::min(events_.empty() ? kNever : events_.top().time, external_at_);
   const int64_t n_kv = rule_.growth.per_frame;  // every caller is past its first frame
   const kv::BlockSize bs = block_size_;
   const kv::Window w = window_;
@@ -135,6 +136,7 @@ bool Engine::run_settled(Time& now) {
     ++result_.engine_steps;
     ++settled_steps_;
     result_.busy_s += to_seconds(end - t);
+    last_step_ = end - t;
     int64_t freed = 0;
     int64_t most_resident = result_.max_resident_blocks_per_session;
     const size_t first = std::min(k, n - conveyor_head_);  // members before the ring's end
