@@ -17,6 +17,7 @@
 #include "sim/fleet/fleet.h"
 #include "sim/fleet/fleet_report.h"
 #include "sim/report.h"
+#include "sim/service_rate.h"
 
 namespace metronome::cli {
 
@@ -61,7 +62,9 @@ int simulate_fleet(const Scenario& s, const FleetRunOptions& o) {
       // for more, where the replica sees only its share.
       const Scenario& rs = replicas[i];
       const auto cost = make_cost_model(rs);
-      auto summary = run_json(rs, predict_first_order(rs), r.replicas[i].run, cost->label());
+      auto prediction = predict_first_order(rs);
+      prediction.service = check_service(rs, prediction, *cost);
+      auto summary = run_json(rs, prediction, r.replicas[i].run, cost->label());
       if (!rs.cost_model.chosen.empty()) summary["cost_model_chosen"] = rs.cost_model.chosen;
       if (n > 1) {
         summary.erase("prediction");

@@ -123,7 +123,8 @@ std::string fleet_text(const Scenario& s, const FleetResult& r) {
                           g.name, g.replica->model.name, g.replica->gpu.name,
                           g.replica->kv_policy.policy->describe());
   }
-  o << fmt::format("fleet      {}: {} replicas: {}\n", s.name, r.replicas.size(), groups);
+  o << fmt::format("fleet      {}: {} replica{}: {}\n", s.name, r.replicas.size(),
+                   r.replicas.size() == 1 ? "" : "s", groups);
   o << fmt::format("gateway    router {}, admission {}; per replica: admission {}\n",
                    f.router->type(), f.gateway->type(), s.admission.type());
   std::string why;
