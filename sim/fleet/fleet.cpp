@@ -112,8 +112,8 @@ FleetResult Fleet::run(int threads, Progress* progress) {
     next = arrivals_->next(arrival_rng_);
     advance_all(t, true);
     offer(t, duration_s);
-    if (progress && t / tick * tick > shown) {
-      progress->add(static_cast<int64_t>(n) * ((t / tick * tick - shown) / tick));
+    if (t / tick * tick > shown) {
+      if (progress) progress->add(static_cast<int64_t>(n) * ((t / tick * tick - shown) / tick));
       shown = t / tick * tick;
     }
   }
