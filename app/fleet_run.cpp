@@ -40,9 +40,8 @@ int simulate_fleet(const Scenario& s, const FleetRunOptions& o) {
   std::vector<std::unique_ptr<RunFolder>> folders;
   std::vector<RunObserver*> observers;
   if (!o.out.empty()) {
-    dir = std::make_unique<OutputDir>(o.out, "--out",
-                                      std::vector<std::string>{"summary.json", "scenario.json",
-                                                               "replicas.csv"});
+    dir = std::make_unique<OutputDir>(
+        o.out, "--out", std::vector<std::string>{"summary.json", "scenario.json", "replicas.csv"});
     for (size_t i = 0; i < n; ++i) {
       folders.push_back(std::make_unique<RunFolder>(dir->file("replicas/" + std::to_string(i))));
       observers.push_back(&folders.back()->series());

@@ -54,7 +54,8 @@ Run add_simulate(CLI::App& app) {
   return [o]() {
     const Scenario s = o->scenario.load();
     if (s.fleet) {
-      for (const auto& [flag, value] : {std::pair{"--trace", &o->trace}, {"--metrics", &o->metrics}}) {
+      for (const auto& [flag, value] :
+           {std::pair{"--trace", &o->trace}, {"--metrics", &o->metrics}}) {
         if (!value->empty()) {
           throw ConfigError(std::string(flag) + ": not for a fleet scenario (" + s.source +
                             " has a fleet section); --out DIR writes each replica's time series "

@@ -106,7 +106,8 @@ void BM_Fleet(benchmark::State& state) {
     benchmark::DoNotOptimize(f.offered);
   }
   state.counters["replicas"] = static_cast<double>(r);
-  state.counters["calls_placed"] = static_cast<double>(placed) / static_cast<double>(state.iterations());
+  state.counters["calls_placed"] =
+      static_cast<double>(placed) / static_cast<double>(state.iterations());
   state.counters["ns_per_frame"] =
       benchmark::Counter(static_cast<double>(frames) * 1e-9,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);

@@ -903,13 +903,13 @@ nlohmann::json to_json(const Scenario& s) {
   a.policy->write(admission);
   if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
   if (a.join != "arrival") admission["join"] = a.join;
-  json resolved = {{"name", s.name},           {"comment", s.comment},
-                   {"model", model},           {"gpu", gpu},
-                   {"engine", engine},         {"kv_policy", kv},
-                   {"workload", workload},     {"cost_model", cost},
-                   {"horizon_s", s.horizon_s}, {"seed", s.seed},
-                   {"admission", admission},
-                   {"output", {{"sample_period_s", s.output.sample_period_s}}}};
+  json resolved = {
+      {"name", s.name},           {"comment", s.comment},
+      {"model", model},           {"gpu", gpu},
+      {"engine", engine},         {"kv_policy", kv},
+      {"workload", workload},     {"cost_model", cost},
+      {"horizon_s", s.horizon_s}, {"seed", s.seed},
+      {"admission", admission},   {"output", {{"sample_period_s", s.output.sample_period_s}}}};
   if (s.fleet) resolved["fleet"] = to_json(*s.fleet);
   return resolved;
 }

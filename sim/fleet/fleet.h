@@ -50,7 +50,7 @@ class Fleet {
   const Scenario& scenario_;
   const FleetConfig& config_;
   Time horizon_;
-  std::vector<std::unique_ptr<const CostModel>> costs_;  // one per group
+  std::vector<std::unique_ptr<const CostModel>> costs_;     // one per group
   std::vector<std::unique_ptr<const Scenario>> scenarios_;  // one per replica: engines refer to it
   std::vector<std::unique_ptr<Engine>> engines_;
   std::vector<bool> control_loop_;  // replica i's admission runs a control loop

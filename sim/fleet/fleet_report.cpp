@@ -153,11 +153,11 @@ std::string fleet_text(const Scenario& s, const FleetResult& r) {
     if (x.run.first_stall_s) ++stalled;
   }
   std::sort(placed.begin(), placed.end());
-  o << fmt::format("replicas   calls placed per replica: min {} median {} max {}; {} of {} "
-                   "stalled{}\n",
-                   placed.front(), placed[placed.size() / 2], placed.back(), stalled,
-                   placed.size(),
-                   t.first_stall_s ? fmt::format(" (first at {:.2f} s)", *t.first_stall_s) : "");
+  o << fmt::format(
+      "replicas   calls placed per replica: min {} median {} max {}; {} of {} "
+      "stalled{}\n",
+      placed.front(), placed[placed.size() / 2], placed.back(), stalled, placed.size(),
+      t.first_stall_s ? fmt::format(" (first at {:.2f} s)", *t.first_stall_s) : "");
   return o.str();
 }
 

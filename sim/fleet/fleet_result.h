@@ -18,9 +18,9 @@ namespace metronome {
 struct ReplicaOutcome {
   std::string group;
   int64_t index_in_group = 0;
-  int64_t routed = 0;             // calls the router chose it for
-  int64_t gateway_rejected = 0;   // of those, turned away by the gateway
-  RunResult run;                  // its engine's own; run.sessions_arrived = what reached it
+  int64_t routed = 0;            // calls the router chose it for
+  int64_t gateway_rejected = 0;  // of those, turned away by the gateway
+  RunResult run;                 // its engine's own; run.sessions_arrived = what reached it
   int64_t placed() const { return run.sessions_arrived - run.sessions_rejected; }
 };
 

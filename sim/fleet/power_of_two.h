@@ -26,8 +26,7 @@ class PowerOfTwo : public Router {
     if (b >= a) ++b;  // distinct from a, uniform over the others
     const ReplicaView& x = replicas[a];
     const ReplicaView& y = replicas[b];
-    const bool b_better =
-        by_sessions_ ? y.live < x.live : y.free_blocks > x.free_blocks;
+    const bool b_better = by_sessions_ ? y.live < x.live : y.free_blocks > x.free_blocks;
     return b_better ? b : a;
   }
 

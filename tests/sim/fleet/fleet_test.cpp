@@ -55,17 +55,17 @@ std::vector<std::pair<std::string, Scenario>> cases() {
   return {
       {"unbounded_all_at_once", moshi(300, "unbounded", {"horizon_s=90"})},
       {"windowed_poisson", moshi(0, "windowed", {poisson, exp_len, "horizon_s=60"})},
-      {"aimd", moshi(0, "windowed",
-                     {poisson, exp_len, "horizon_s=60", "admission={\"type\":\"aimd\"}"})},
+      {"aimd",
+       moshi(0, "windowed", {poisson, exp_len, "horizon_s=60", "admission={\"type\":\"aimd\"}"})},
       {"preempt", moshi(0, "unbounded",
                         {"workload.arrival={\"type\":\"fixed_interval\",\"sessions\":200,"
                          "\"interval_s\":0.1}",
                          "engine.exhaustion=preempt_recompute", "engine.num_gpu_blocks=2000",
                          "horizon_s=40"})},
-      {"vllm", moshi(0, "windowed",
-                     {poisson, exp_len, "engine.scheduler=vllm_v1", "horizon_s=30"})},
-      {"jitter", moshi(0, "windowed", {poisson, exp_len, "workload.frame_jitter_s=0.01",
-                                       "horizon_s=40"})},
+      {"vllm",
+       moshi(0, "windowed", {poisson, exp_len, "engine.scheduler=vllm_v1", "horizon_s=30"})},
+      {"jitter",
+       moshi(0, "windowed", {poisson, exp_len, "workload.frame_jitter_s=0.01", "horizon_s=40"})},
       {"guard_and_spread",
        moshi(0, "windowed",
              {poisson, exp_len, "horizon_s=40", "admission={\"type\":\"static\",\"cap\":50}",
@@ -106,19 +106,19 @@ TEST(Fleet, FramesDueDoNotDependOnPlacement) {
 // offered = placed + rejected (by reason), over the gateway and the replicas' own admission; each
 // replica's row adds up; the fleet's frames are the replicas' sums.
 TEST(Fleet, CallsAndFramesAreConserved) {
-  const Scenario s = moshi(0, "unbounded",
-                           {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":20}",
-                            "workload.duration={\"type\":\"exponential\",\"mean_s\":20}",
-                            "horizon_s=60", "engine.num_gpu_blocks=600",
-                            "admission={\"type\":\"aimd\",\"initial_cap\":8}"});
-  for (const char* gateway :
-       {R"({"type": "shed", "max_queue_depth": 2, "max_kv_usage": 0.5})",
-        R"({"type": "token_bucket", "rate_per_s": 10, "burst": 5})",
-        R"({"type": "static", "cap": 40})", R"({"type": "none"})"}) {
+  const Scenario s =
+      moshi(0, "unbounded",
+            {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":20}",
+             "workload.duration={\"type\":\"exponential\",\"mean_s\":20}", "horizon_s=60",
+             "engine.num_gpu_blocks=600", "admission={\"type\":\"aimd\",\"initial_cap\":8}"});
+  for (const char* gateway : {R"({"type": "shed", "max_queue_depth": 2, "max_kv_usage": 0.5})",
+                              R"({"type": "token_bucket", "rate_per_s": 10, "burst": 5})",
+                              R"({"type": "static", "cap": 40})", R"({"type": "none"})"}) {
     SCOPED_TRACE(gateway);
     const Scenario f = with_fleet(s, std::string(R"({"groups": [{"name": "a", "count": 2},
         {"name": "b", "count": 3, "engine": {"num_gpu_blocks": 300}}],
-        "router": {"type": "p2c", "by": "free_blocks"}, "gateway": )") + gateway + "}");
+        "router": {"type": "p2c", "by": "free_blocks"}, "gateway": )") +
+                                         gateway + "}");
     const FleetResult r = Fleet(f).run();
     EXPECT_GT(r.offered, 1000);
     EXPECT_EQ(r.offered, r.placed + r.rejected_total());

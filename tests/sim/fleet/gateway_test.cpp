@@ -1,10 +1,11 @@
 // Gateway admission: each policy's rule on hand-made views, a token bucket's closed form through a
 // fleet run, and the fleet's bad inputs (a clear error naming file and field).
+#include "sim/fleet/gateway.h"
+
 #include <gtest/gtest.h>
 
 #include "base/config_error.h"
 #include "sim/fleet/fleet.h"
-#include "sim/fleet/gateway.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
@@ -82,8 +83,7 @@ TEST(FleetConfig, BadInputNamesFileAndField) {
                {"fleet.json", "fleet.gateway.max_kv_usage", "(0, 1]"});
   expect_error(R"({"groups": [{"count": 1}], "gateway": {"type": "shed", "max_kv_usage": 0}})",
                {"fleet.gateway.max_kv_usage", "(0, 1]"});
-  expect_error(R"({"groups": [{"count": 2, "replicas": 3}]})",
-               {"fleet.groups[0].replicas"});
+  expect_error(R"({"groups": [{"count": 2, "replicas": 3}]})", {"fleet.groups[0].replicas"});
   expect_error(R"({"groups": [{"count": 1}, {"count": 1, "engine": {"max_num_seqs": 0}}]})",
                {"fleet.groups[1]", "engine.max_num_seqs"});
   expect_error(R"({"groups": [{"name": "a", "count": 1}, {"name": "a", "count": 1}]})",

@@ -1,10 +1,11 @@
 // Routers: closed forms for the deterministic ones, and their choice on hand-made views.
+#include "sim/fleet/router.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "sim/fleet/fleet.h"
-#include "sim/fleet/router.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
@@ -39,9 +40,9 @@ std::vector<int64_t> placed(const Scenario& s, const std::string& fleet) {
 TEST(Router, RoundRobinSpreadsNCallsToWithinOne) {
   for (int64_t n : {1, 7, 20, 101}) {
     for (int64_t r : {1, 3, 8}) {
-      const auto counts = placed(
-          testing::moshi(n, "windowed", {"horizon_s=2"}),
-          R"({"groups": [{"count": )" + std::to_string(r) + R"(}], "router": {"type": "round_robin"}})");
+      const auto counts = placed(testing::moshi(n, "windowed", {"horizon_s=2"}),
+                                 R"({"groups": [{"count": )" + std::to_string(r) +
+                                     R"(}], "router": {"type": "round_robin"}})");
       ASSERT_EQ(counts.size(), static_cast<size_t>(r));
       for (int64_t c : counts) {
         EXPECT_TRUE(c == n / r || c == (n + r - 1) / r) << n << " calls, " << r << " replicas";
@@ -59,8 +60,7 @@ TEST(Router, LeastSessionsKeepsEqualCallsWithinOne) {
       0, "windowed",
       {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":30,\"max_sessions\":157}",
        "workload.duration={\"type\":\"fixed\",\"seconds\":100}", "horizon_s=20"});
-  const auto counts =
-      placed(s, R"({"groups": [{"count": 4}, {"name": "b", "count": 3}],
+  const auto counts = placed(s, R"({"groups": [{"count": 4}, {"name": "b", "count": 3}],
                     "router": {"type": "least_sessions"}})");
   const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
   EXPECT_LE(*hi - *lo, 1);
