@@ -52,6 +52,23 @@ for i, r in enumerate(s["replicas"]):
 assert s["scenario"]["fleet"]["groups"][1]["engine"]["num_blocks"] == 400, s["scenario"]["fleet"]
 PY
 
+# --- The shipped example says what docs/fleet.md says: with unbounded KV the KV-usage shedder
+# refuses callers and replicas still stall; with windowed KV every caller is placed, none stalls.
+ex="$src/scenarios/fleet/moshi_h200_fleet.json"
+"$bin" simulate --scenario "$ex" --json >"$tmp/ex_u.json" 2>/dev/null || fail "example unbounded"
+"$bin" simulate --scenario "$ex" --set kv_policy.type=windowed --json >"$tmp/ex_w.json" 2>/dev/null ||
+  fail "example windowed"
+$py - "$tmp/ex_u.json" "$tmp/ex_w.json" <<'PY' || fail "the example no longer shows the fleet-scale argument"
+import json, sys
+u = json.load(open(sys.argv[1]))["fleet"]
+w = json.load(open(sys.argv[2]))["fleet"]
+assert u["rejected_by_reason"].get("kv_usage", 0) > 0 and u["replicas_stalled"] > 0, u
+assert u["silent_fraction"] > 0, u
+# (a few frames are still in flight at the horizon: counted silent, as one engine counts them)
+assert w["calls_rejected"] == 0 and w["replicas_stalled"] == 0 and w["silent_fraction"] < 1e-4, w
+assert w["calls_offered"] == u["calls_offered"], (w, u)  # the same traffic
+PY
+
 # --- Bad input: exit 2, the file and the field named
 echo '{"model": "moshi", "gpu": "h200", "horizon_s": 10,
   "workload": {"arrival": {"type": "all_at_once", "sessions": 3}, "duration": {"type": "fixed", "seconds": 10}},
