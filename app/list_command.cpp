@@ -138,6 +138,16 @@ const std::vector<Field>& fields() {
       {"admission.tolerance", "-", "1.5", "gradient: short- to long-term latency ratio allowed"},
       {"admission.smoothing", "-", "0.2", "gradient: weight of each new target"},
       {"admission.long_window", "intervals", "60", "gradient: long-term average's length"},
+      {"fleet.groups", "-", "required", "fleet: [{name, count, model, gpu, engine, kv_policy}]"},
+      {"fleet.router.type", "-", "\"round_robin\"",
+       "round_robin | least_sessions | most_free_blocks | p2c | latency"},
+      {"fleet.router.by", "-", "\"sessions\"", "p2c: sessions | free_blocks"},
+      {"fleet.gateway.type", "-", "\"none\"", "none | token_bucket | shed | static"},
+      {"fleet.gateway.rate_per_s", "calls/s", "required", "token_bucket: refill rate"},
+      {"fleet.gateway.burst", "calls", "1", "token_bucket: bucket size"},
+      {"fleet.gateway.max_queue_depth", "sessions", "5", "shed: waiting for blocks, above: refuse"},
+      {"fleet.gateway.max_kv_usage", "-", "0.8", "shed: pool fraction in (0, 1], above: refuse"},
+      {"fleet.gateway.cap", "sessions", "required", "static: live over the fleet"},
   };
   return f;
 }

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/fleet_run.h"
 #include "app/run_folder.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
@@ -30,6 +31,7 @@ Run add_simulate(CLI::App& app) {
     std::string out;
     std::string trace;
     std::string metrics;
+    int jobs = 1;
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
@@ -45,8 +47,23 @@ Run add_simulate(CLI::App& app) {
       "Write the run's time series (one sample per output.sample_period_s) as Prometheus text "
       "under vLLM's names: vllm:kv_cache_usage_perc, vllm:num_requests_running, "
       "vllm:num_requests_waiting, vllm:num_preemptions_total; timestamps in ms from the start");
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "A fleet scenario: threads that run its replicas on after the last call "
+                  "(default 1); the result is the same for any number")
+      ->check(CLI::Range(1, 1024));
   return [o]() {
     const Scenario s = o->scenario.load();
+    if (s.fleet) {
+      for (const auto& [flag, value] :
+           {std::pair{"--trace", &o->trace}, {"--metrics", &o->metrics}}) {
+        if (!value->empty()) {
+          throw ConfigError(std::string(flag) + ": not for a fleet scenario (" + s.source +
+                            " has a fleet section); --out DIR writes each replica's time series "
+                            "under DIR/replicas/");
+        }
+      }
+      return simulate_fleet(s, {o->out, o->scenario.json, o->jobs});
+    }
     auto prediction = predict_first_order(s);
     auto cost = make_cost_model(s);
     prediction.service = check_service(s, prediction, *cost);

@@ -6,6 +6,8 @@
 //     nearly all of them in the settled regime (sim/engine_settled.cpp);
 //   - many distinct windowed sessions arriving as a Poisson stream (10k, 100k and 1M), where
 //     arrivals land in the middle of the ready queue and windows never settle;
+//   - a fleet (bench/scenarios/fleet_moshi_10k.json): one hour of 200 distinct windowed Moshi
+//     calls a replica behind a least_sessions router, at 10, 50 (10,000 calls) and 200 replicas;
 //   - seeds of figure 4's Poisson unbounded Moshi scenario as a sweep runs them (simulation plus
 //     the first-order prediction), in CPU milliseconds per seed.
 // ns_per_frame and ms_per_seed are the figures the README quotes.
@@ -14,6 +16,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine.h"
 #include "sim/first_order.h"
+#include "sim/fleet/fleet.h"
 #include "sim/scenario.h"
 
 namespace {
@@ -87,6 +90,29 @@ void BM_SweepFig4Unbounded(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// A fleet of R replicas with 200 calls each: the cost should be linear in R (and in the calls).
+void BM_Fleet(benchmark::State& state) {
+  const int64_t r = state.range(0);
+  const metronome::Scenario s = metronome::load_scenario(
+      source("bench/scenarios/fleet_moshi_10k.json"),
+      {"fleet.groups=[{\"name\":\"h200\",\"count\":" + std::to_string(r) + "}]",
+       "workload.arrival.max_sessions=" + std::to_string(200 * r),
+       "workload.arrival.rate_per_s=" + std::to_string(20 * r)});
+  int64_t frames = 0, placed = 0;
+  for (auto _ : state) {
+    const auto f = metronome::Fleet(s).run();
+    frames += f.totals().frames_served;
+    placed += f.placed;
+    benchmark::DoNotOptimize(f.offered);
+  }
+  state.counters["replicas"] = static_cast<double>(r);
+  state.counters["calls_placed"] =
+      static_cast<double>(placed) / static_cast<double>(state.iterations());
+  state.counters["ns_per_frame"] =
+      benchmark::Counter(static_cast<double>(frames) * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 BENCHMARK(BM_CanonicalUnbounded)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_CanonicalWindowed)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_DistinctWindowed)->Unit(benchmark::kMillisecond)->MinTime(2.0);
@@ -96,6 +122,7 @@ BENCHMARK(BM_PoissonSessions)
     ->Arg(1'000'000)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+BENCHMARK(BM_Fleet)->Arg(10)->Arg(50)->Arg(200)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_SweepFig4Unbounded)->Unit(benchmark::kMillisecond)->Iterations(200);
 
 }  // namespace

@@ -90,13 +90,33 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
 }
 
 RunResult Engine::run() {
-  if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
-    events_.push(*t, EventKind::kArrival);
+  begin();
+  return end();
+}
+
+void Engine::begin() {
+  if (!placed_) {
+    if (auto t = arrivals_->next(arrival_rng_); t && *t <= horizon_) {
+      events_.push(*t, EventKind::kArrival);
+    }
   }
   if (control_on_ && control_period_ <= horizon_)
     events_.push(control_period_, EventKind::kControl);
-  while (!events_.empty() && events_.top().time <= horizon_) {
+}
+
+void Engine::advance(Time until, bool arrival_at_until) {
+  external_at_ = arrival_at_until ? until : kNever;
+  // A step wanted at the instant of a placed arrival, once nothing else can happen there.
+  if (step_wanted_ && instant_over(now_)) {
+    step_wanted_ = false;
+    try_start_step(now_);
+  }
+  while (!events_.empty() &&
+         (events_.top().time < until ||
+          (events_.top().time == until &&
+           (!arrival_at_until || events_.top().kind() < EventKind::kArrival)))) {
     const Event e = events_.pop();
+    now_ = e.time;
     ledger_.sample_until(e.time, sessions_, [this] { return gauges(); });
     switch (e.kind()) {
       case EventKind::kDeparture:
@@ -120,11 +140,21 @@ RunResult Engine::run() {
     }
     // The engine looks for ready frames once all events of this instant are handled, so that what
     // it serves does not depend on the order of simultaneous departures and arrivals.
-    if (step_wanted_ && (events_.empty() || events_.top().time != e.time)) {
+    if (step_wanted_ && instant_over(e.time)) {
       step_wanted_ = false;
       try_start_step(e.time);
     }
   }
+}
+
+Engine::Placement Engine::place(Time now, double duration_s) {
+  now_ = now;
+  ledger_.sample_until(now, sessions_, [this] { return gauges(); });
+  return admit(now, duration_s);
+}
+
+RunResult Engine::end() {
+  advance(horizon_, false);
   finish();
   return result_;
 }
@@ -142,12 +172,15 @@ void Engine::on_arrival(Time now) {
     events_.push(*t, EventKind::kArrival);
   }
   // The duration is drawn even for a rejected caller, so the controller never shifts the streams.
-  const double duration_s = durations_->sample(duration_rng_);
+  admit(now, durations_->sample(duration_rng_));
+}
+
+Engine::Placement Engine::admit(Time now, double duration_s) {
   ++result_.sessions_arrived;
   if (live_ >= admission_->cap()) {
     ++result_.sessions_rejected;
     ledger_.note_rejected();
-    return;
+    return Placement::kCapped;
   }
   // The caller's frame clock starts now, or later where it spreads the live callers' phases; the
   // call lasts its drawn length from then.
@@ -164,7 +197,7 @@ void Engine::on_arrival(Time now) {
       ++result_.sessions_rejected;
       ++result_.admission.rejected_by_memory;
       ledger_.note_rejected();
-      return;
+      return Placement::kNoMemory;
     }
     reserved_ += reserve;
   }
@@ -199,6 +232,7 @@ void Engine::on_arrival(Time now) {
   result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
   enqueue(id);
   step_wanted_ = true;
+  return Placement::kAdmitted;
 }
 
 int64_t Engine::new_slot() {
@@ -614,6 +648,7 @@ void Engine::vllm_step_done(Time now) {
 
 void Engine::on_step_done(Time now) {
   busy_ = false;
+  last_step_ = now - step_start_;
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
   if (vllm_) vllm_step_done(now);

@@ -49,6 +49,24 @@ class Engine {
          RunObserver* observer = nullptr);
   RunResult run();
 
+  // Several engines on one clock (sim/fleet/fleet.h): the fleet draws the arrivals and each call's
+  // length from the scenario's streams and places each call on one engine, which then draws
+  // neither. place_arrivals() before begin(); then advance() and place() in time order; then end().
+  // run() is begin() and end() on the engine's own arrivals, so both paths share one loop.
+  void place_arrivals() { placed_ = true; }
+  void begin();
+  // Handles every event before `until`, and at `until` those that come before an arrival (the
+  // fleet is about to place one there) or, without `arrival_at_until`, all of them.
+  void advance(Time until, bool arrival_at_until);
+  enum class Placement { kAdmitted, kCapped, kNoMemory };
+  // A call arriving at `now`, after advance(now, true); its drawn length in seconds.
+  Placement place(Time now, double duration_s);
+  RunResult end();
+  // What a gateway's router and shedder read.
+  EngineGauges gauges() const;
+  int64_t pool_blocks() const { return pool_.capacity(); }
+  Time last_step() const { return last_step_; }  // the duration of the last step that ended
+
   // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
   // they apply: the stall policy without frame jitter. Set before run().
   void set_cohorts(bool on) { cohorts_ = on && cohorts_; }
@@ -70,6 +88,12 @@ class Engine {
   // Whether the next caller is turned away whatever its call's length: at the cap, or by the
   // memory guard where every call reserves a window's fixed bound.
   bool turns_away_any_caller() const;
+  Placement admit(Time now, double duration_s);
+  // True once nothing else can happen at instant t: no event is queued there, and no arrival will
+  // be placed there (advance's `until` and `arrival_at_until`).
+  bool instant_over(Time t) const {
+    return (events_.empty() || events_.top().time != t) && t != external_at_;
+  }
   void on_departure(int64_t id);
   void on_step_done(Time now);
   template <bool kJitter>
@@ -129,7 +153,6 @@ class Engine {
   }
   size_t block(const Ticket& t);
   Time release_time(const Session& s, int64_t frame);
-  EngineGauges gauges() const;
   double settled_latency(double observed) const;
   int64_t reserve_for(const Session& s) const;
   void finish();
@@ -218,6 +241,12 @@ class Engine {
   bool retry_blocked_ = false;
   uint64_t next_seq_ = 0;
   bool busy_ = false;
+  // Placed arrivals (place_arrivals): the instant of the arrival the fleet may place next, which
+  // the settled regime must not step past (kNever: none pending); the instant last handled.
+  bool placed_ = false;
+  Time external_at_ = kNever;
+  Time now_ = 0;
+  Time last_step_ = 0;
   bool step_wanted_ = false;  // try a step once this instant's events are all handled
   int64_t batch_members_ = 0;
   Time step_start_ = 0;

@@ -71,18 +71,21 @@ bool Engine::run_settled(Time& now) {
   const size_t n = conveyor_.size();
   const size_t cap = static_cast<size_t>(std::min<int64_t>(max_batch_, static_cast<int64_t>(n)));
   // Only a turned-away caller's next arrival is pushed while the regime runs: the queue's first
-  // event stays the first otherwise.
-  Time events_at = events_.empty() ? kNever : events_.top().time;
+  // event stays the first otherwise. An arrival a fleet may place (external_at_) counts as one.
+  auto first_event = [&] {
+    return std::min(events_.empty() ? kNever : events_.top().time, external_at_);
+  };
+  Time events_at = first_event();
   // A caller turned away changes nothing the ring holds, so its arrival is taken in place rather
   // than ending the regime: with demand above the cap arrivals come every few steps, and each
   // exit and re-entry rewrites every caller (most of a windowed AIMD run's time at the cap).
   auto take_turned_away = [&](Time before) {
-    while (events_at < before && events_.top().kind() == EventKind::kArrival &&
-           turns_away_any_caller()) {
+    while (events_at < before && events_at != external_at_ && events_.top().time == events_at &&
+           events_.top().kind() == EventKind::kArrival && turns_away_any_caller()) {
       sample_settled(events_at);
       events_.pop();
       on_arrival(events_at);
-      events_at = events_.empty() ? kNever : events_.top().time;
+      events_at = first_event();
     }
   };
   const int64_t n_kv = rule_.growth.per_frame;  // every caller is past its first frame
@@ -150,6 +153,7 @@ bool Engine::run_settled(Time& now) {
     ++result_.engine_steps;
     ++settled_steps_;
     result_.busy_s += to_seconds(end - t);
+    last_step_ = end - t;
     int64_t freed = 0;
     int64_t most_resident = result_.max_resident_blocks_per_session;
     const size_t first = std::min(k, n - conveyor_head_);  // members before the ring's end

@@ -15,6 +15,7 @@
 #include "sim/catalog.h"
 #include "sim/config_limits.h"
 #include "sim/cost/cost_model.h"
+#include "sim/fleet/fleet_config.h"
 #include "sim/hf_config.h"
 
 namespace metronome {
@@ -93,6 +94,20 @@ void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view
     resolve_measured_calibration(entry, file);
   }
   *it = std::move(entry);
+}
+
+// A fleet's groups name their models and GPUs as the scenario does (fleet.groups[i].model).
+void resolve_fleet_references(nlohmann::json& j, const std::string& base_dir,
+                              const std::string& path_base, const std::string& source) {
+  auto f = j.find("fleet");
+  if (f == j.end() || !f->is_object()) return;
+  auto groups = f->find("groups");
+  if (groups == f->end() || !groups->is_array()) return;
+  for (auto& g : *groups) {
+    if (!g.is_object()) continue;
+    resolve_reference(g, "model", "models", base_dir, path_base, source);
+    resolve_reference(g, "gpu", "gpus", base_dir, path_base, source);
+  }
 }
 
 ModelConfig parse_model(JsonSection m) {
@@ -498,6 +513,7 @@ nlohmann::json read_scenario_json(const std::string& path) {
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");
   resolve_reference(j, "model", "models", base_dir_of(path), base_dir_of(path), source);
   resolve_reference(j, "gpu", "gpus", base_dir_of(path), base_dir_of(path), source);
+  resolve_fleet_references(j, base_dir_of(path), base_dir_of(path), source);
   // A calibration file named in a scenario file is relative to that file (a --set one: to the cwd).
   // Made absolute so that the resolved scenario written beside results still finds it.
   if (auto cm = j.find("cost_model"); cm != j.end() && cm->is_object()) {
@@ -548,6 +564,7 @@ void apply_set(nlohmann::json& j, const std::string& assignment, const std::stri
   // command line is relative to the working directory.
   resolve_reference(j, "model", "models", base_dir, "", where);
   resolve_reference(j, "gpu", "gpus", base_dir, "", where);
+  resolve_fleet_references(j, base_dir, "", where);
 }
 
 Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
@@ -574,6 +591,10 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.output.sample_period_s =
       out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
   out.finish();
+  if (top.has("fleet")) {
+    JsonSection fleet = top.section("fleet", true);
+    s.fleet = parse_fleet(fleet, j, source);
+  }
   top.finish();
   if (s.admission.memory_guard == "on" && !s.kv_policy.bounded() &&
       s.workload.duration.type != "fixed") {
@@ -900,12 +921,15 @@ nlohmann::json to_json(const Scenario& s) {
   a.policy->write(admission);
   if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
   if (a.join != "arrival") admission["join"] = a.join;
-  return {{"name", s.name},           {"comment", s.comment},
-          {"model", model},           {"gpu", gpu},
-          {"engine", engine},         {"kv_policy", kv},
-          {"workload", workload},     {"cost_model", cost},
-          {"horizon_s", s.horizon_s}, {"seed", s.seed},
-          {"admission", admission},   {"output", {{"sample_period_s", s.output.sample_period_s}}}};
+  json resolved = {
+      {"name", s.name},           {"comment", s.comment},
+      {"model", model},           {"gpu", gpu},
+      {"engine", engine},         {"kv_policy", kv},
+      {"workload", workload},     {"cost_model", cost},
+      {"horizon_s", s.horizon_s}, {"seed", s.seed},
+      {"admission", admission},   {"output", {{"sample_period_s", s.output.sample_period_s}}}};
+  if (s.fleet) resolved["fleet"] = to_json(*s.fleet);
+  return resolved;
 }
 
 }  // namespace metronome

@@ -131,6 +131,8 @@ struct OutputConfig {
   double sample_period_s = 1.0;  // time-series resolution
 };
 
+struct FleetConfig;  // sim/fleet/fleet_config.h
+
 struct Scenario {
   std::string name;
   std::string comment;
@@ -145,6 +147,8 @@ struct Scenario {
   uint64_t seed = 1;
   AdmissionConfig admission;
   OutputConfig output;
+  // Replicas behind a gateway (sim/fleet/fleet_config.h); null: one engine, as without it.
+  std::shared_ptr<const FleetConfig> fleet;
   // Loud warnings found at load (a field that was accepted but probably means something else, an
   // inherited value that contradicts an override): printed to stderr by every command and kept in
   // JSON outputs under "warnings". Not part of to_json.

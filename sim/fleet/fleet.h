@@ -1,0 +1,66 @@
+// Replicas on one clock behind a gateway: the fleet's discrete-event loop.
+//
+// The fleet owns the arrival and call-length streams, drawn from the scenario's seed under the
+// same stream names an engine uses ("arrivals", "durations"), so a one-replica fleet sees exactly
+// the calls the single engine would. Each replica is an unchanged Engine told to take placed
+// arrivals (Engine::place_arrivals). For each call, in time order:
+//   1. every replica handles its events before the call's instant, and those at the instant that
+//      come before an arrival (Engine::advance(t, true)): the event order of sim/event_queue.h
+//      holds across the fleet, and no replica starts a step at t before the call is placed;
+//   2. the router chooses a replica from each replica's gauges at t (ReplicaView);
+//   3. the gateway may refuse the call (a reason); else the replica admits it or its own
+//      admission turns it away (Engine::place).
+// The replicas share nothing else, so between calls each runs on alone; after the last call, to
+// the horizon, they run on `threads` threads, and the result does not depend on how many.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/rng.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine.h"
+#include "sim/fleet/fleet_config.h"
+#include "sim/fleet/fleet_result.h"
+#include "sim/pool_sizing.h"
+#include "sim/run_observer.h"
+#include "sim/workload/arrivals.h"
+#include "sim/workload/durations.h"
+
+namespace metronome {
+
+class Fleet {
+ public:
+  // `s` must have a fleet section and outlive the fleet. `observers`: empty, or one per replica
+  // (any may be null), in group order; each must outlive the fleet.
+  explicit Fleet(const Scenario& s, std::vector<RunObserver*> observers = {});
+  FleetResult run(int threads = 1, Progress* progress = nullptr);
+
+  // The scenario replica i runs: its group's, with its own jitter stream (replica 0 keeps the
+  // scenario's seed; the others derive theirs from it and their index).
+  static Scenario replica_scenario(const Scenario& group_replica, uint64_t seed, size_t i);
+
+ private:
+  void offer(Time now, double duration_s);
+  void advance_all(Time until, bool arrival_at_until);
+  ReplicaView view(size_t i) const;
+
+  const Scenario& scenario_;
+  const FleetConfig& config_;
+  Time horizon_;
+  std::vector<std::unique_ptr<const CostModel>> costs_;     // one per group
+  std::vector<std::unique_ptr<const Scenario>> scenarios_;  // one per replica: engines refer to it
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::vector<bool> control_loop_;  // replica i's admission runs a control loop
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<Gateway> gateway_;
+  Rng arrival_rng_, duration_rng_;
+  std::unique_ptr<ArrivalProcess> arrivals_;
+  std::unique_ptr<DurationDistribution> durations_;
+  std::vector<ReplicaView> views_;  // scratch, one per replica
+  FleetResult result_;
+};
+
+}  // namespace metronome

@@ -1,0 +1,164 @@
+#include "sim/fleet/fleet_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "base/output_number.h"
+#include "base/version.h"
+#include "sim/fleet/fleet_config.h"
+
+namespace metronome {
+namespace {
+
+using nlohmann::json;
+
+json ms_or_null(double s) { return std::isfinite(s) ? json(s * 1e3) : json(nullptr); }
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+double fraction(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// The columns of a replica's row, in order (replicas.csv and the JSON rows).
+json replica_row(size_t i, const ReplicaOutcome& o) {
+  const RunResult& r = o.run;
+  return json{{"replica", i},
+              {"group", o.group},
+              {"index_in_group", o.index_in_group},
+              {"routed", o.routed},
+              {"gateway_rejected", o.gateway_rejected},
+              {"replica_rejected", r.sessions_rejected},
+              {"placed", o.placed()},
+              {"peak_live_sessions", r.peak_live_sessions},
+              {"frames_due", r.frames_due},
+              {"frames_served", r.frames_served},
+              {"frames_on_time", r.frames_on_time},
+              {"frames_silent", r.frames_silent},
+              {"frames_reported_late", r.frames_reported_late},
+              {"reported_p50_ms", ms_or_null(r.reported_latency.output_percentile(0.50))},
+              {"reported_p99_ms", ms_or_null(r.reported_latency.output_percentile(0.99))},
+              {"true_p50_ms", ms_or_null(r.true_latency.output_percentile(0.50))},
+              {"true_p99_ms", ms_or_null(r.true_latency.output_percentile(0.99))},
+              {"peak_pool_blocks", r.peak_pool_blocks},
+              {"first_stall_s", opt(r.first_stall_s)},
+              {"engine_steps", r.engine_steps}};
+}
+
+std::string ms_text(double s) {
+  return std::isfinite(s) ? fmt::format("{:.1f} ms", s * 1e3) : std::string("censored");
+}
+
+}  // namespace
+
+json fleet_json(const Scenario& s, const FleetResult& r) {
+  const RunResult t = r.totals();
+  const FleetConfig& f = *s.fleet;
+  int64_t stalled = 0;
+  json rows = json::array();
+  for (size_t i = 0; i < r.replicas.size(); ++i) {
+    rows.push_back(replica_row(i, r.replicas[i]));
+    if (r.replicas[i].run.first_stall_s) ++stalled;
+  }
+  json rejected = json::object();
+  for (const auto& [reason, n] : r.rejected) rejected[reason] = n;
+  json fleet = {{"replicas", r.replicas.size()},
+                {"router", f.router->type()},
+                {"gateway", f.gateway->type()},
+                {"calls_offered", r.offered},
+                {"calls_placed", r.placed},
+                {"calls_rejected", r.rejected_total()},
+                {"rejected_by_reason", rejected},
+                {"frames_due", t.frames_due},
+                {"frames_served", t.frames_served},
+                {"frames_on_time", t.frames_on_time},
+                {"frames_silent", t.frames_silent},
+                {"frames_reported_late", t.frames_reported_late},
+                {"silent_fraction", fraction(t.frames_silent, t.frames_due)},
+                {"goodput_frames_per_s", static_cast<double>(t.frames_on_time) / r.horizon_s},
+                {"reported_p50_ms", ms_or_null(t.reported_latency.output_percentile(0.50))},
+                {"reported_p99_ms", ms_or_null(t.reported_latency.output_percentile(0.99))},
+                {"true_p50_ms", ms_or_null(t.true_latency.output_percentile(0.50))},
+                {"true_p99_ms", ms_or_null(t.true_latency.output_percentile(0.99))},
+                {"true_censored_frames", t.true_latency.censored()},
+                {"replicas_stalled", stalled},
+                {"first_stall_s", opt(t.first_stall_s)},
+                {"engine_steps", t.engine_steps}};
+  json j = {{"metronome_version", version_string()},
+            {"scenario", to_json(s)},
+            {"fleet", fleet},
+            {"replicas", rows}};
+  if (!s.warnings.empty()) j["warnings"] = s.warnings;
+  return j;
+}
+
+std::string replicas_csv(const FleetResult& r) {
+  std::ostringstream o;
+  const json header = replica_row(0, ReplicaOutcome{});
+  std::string line;
+  for (const auto& item : header.items()) line += (line.empty() ? "" : ",") + item.key();
+  // nlohmann orders object keys alphabetically; the header and the rows share that order.
+  o << line << "\n";
+  for (size_t i = 0; i < r.replicas.size(); ++i) {
+    line.clear();
+    const json row = replica_row(i, r.replicas[i]);
+    for (const auto& item : row.items()) {
+      const json& v = item.value();
+      line += line.empty() ? "" : ",";
+      line += v.is_null() ? "" : v.is_string() ? v.get<std::string>() : output_text(v);
+    }
+    o << line << "\n";
+  }
+  return o.str();
+}
+
+std::string fleet_text(const Scenario& s, const FleetResult& r) {
+  const FleetConfig& f = *s.fleet;
+  const RunResult t = r.totals();
+  std::ostringstream o;
+  std::string groups;
+  for (const auto& g : f.groups) {
+    groups += fmt::format("{}{} x {} ({} on {}, {} KV)", groups.empty() ? "" : ", ", g.count,
+                          g.name, g.replica->model.name, g.replica->gpu.name,
+                          g.replica->kv_policy.policy->describe());
+  }
+  o << fmt::format("fleet      {}: {} replica{}: {}\n", s.name, r.replicas.size(),
+                   r.replicas.size() == 1 ? "" : "s", groups);
+  o << fmt::format("gateway    router {}, admission {}; per replica: admission {}\n",
+                   f.router->type(), f.gateway->type(), s.admission.type());
+  std::string why;
+  for (const auto& [reason, n] : r.rejected) {
+    why += fmt::format("{}{} {}", why.empty() ? ": " : ", ", n, reason);
+  }
+  o << fmt::format("calls      {} offered, {} placed, {} rejected{}\n", r.offered, r.placed,
+                   r.rejected_total(), why);
+  o << fmt::format(
+      "simulated  {:.0f} s, seed {}\n"
+      "frames     {} due, {} served, {:.1f}% silent, {:.1f}% reported late; goodput {:.1f} "
+      "frames/s on time\n",
+      r.horizon_s, s.seed, t.frames_due, t.frames_served,
+      100 * fraction(t.frames_silent, t.frames_due),
+      100 * fraction(t.frames_reported_late, t.frames_due),
+      static_cast<double>(t.frames_on_time) / r.horizon_s);
+  o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
+                   ms_text(t.reported_latency.output_percentile(0.50)),
+                   ms_text(t.reported_latency.output_percentile(0.99)),
+                   ms_text(t.true_latency.output_percentile(0.50)),
+                   ms_text(t.true_latency.output_percentile(0.99)));
+  std::vector<int64_t> placed;
+  int64_t stalled = 0;
+  for (const auto& x : r.replicas) {
+    placed.push_back(x.placed());
+    if (x.run.first_stall_s) ++stalled;
+  }
+  std::sort(placed.begin(), placed.end());
+  o << fmt::format(
+      "replicas   calls placed per replica: min {} median {} max {}; {} of {} "
+      "stalled{}\n",
+      placed.front(), placed[placed.size() / 2], placed.back(), stalled, placed.size(),
+      t.first_stall_s ? fmt::format(" (first at {:.2f} s)", *t.first_stall_s) : "");
+  return o.str();
+}
+
+}  // namespace metronome

@@ -1,0 +1,19 @@
+// A fleet run's outputs: the summary (JSON and text) and one row per replica (CSV, and the JSON's
+// "replicas" array). The per-replica rows are each replica's own RunResult; the fleet's frames and
+// latencies are their sums (FleetResult::totals).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/fleet/fleet_result.h"
+#include "sim/scenario.h"
+
+namespace metronome {
+
+nlohmann::json fleet_json(const Scenario& s, const FleetResult& r);
+std::string fleet_text(const Scenario& s, const FleetResult& r);
+// A header and one row per replica, the columns of fleet_json's "replicas" rows.
+std::string replicas_csv(const FleetResult& r);
+
+}  // namespace metronome

@@ -1,0 +1,45 @@
+// What a fleet run reports: the gateway's counts, each replica's own RunResult (what `simulate`
+// reports for one engine), and the fleet's totals summed from them.
+//
+// Conservation, by construction of Fleet::offer: every call offered is placed on a replica or
+// rejected for exactly one reason, so offered = placed + the sum of `rejected`; a replica's row
+// adds up the same way (routed = gateway-rejected + replica-rejected + placed).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/run_result.h"
+
+namespace metronome {
+
+struct ReplicaOutcome {
+  std::string group;
+  int64_t index_in_group = 0;
+  int64_t routed = 0;            // calls the router chose it for
+  int64_t gateway_rejected = 0;  // of those, turned away by the gateway
+  RunResult run;                 // its engine's own; run.sessions_arrived = what reached it
+  int64_t placed() const { return run.sessions_arrived - run.sessions_rejected; }
+};
+
+struct FleetResult {
+  int64_t offered = 0;  // calls that arrived at the gateway within the horizon
+  int64_t placed = 0;   // admitted by a replica
+  // By reason: the gateway's (token_bucket, queue_depth, kv_usage, fleet_cap) and the replicas'
+  // own admission (replica_cap: its controller's cap; memory_guard: its worst case did not fit).
+  std::map<std::string, int64_t> rejected;
+  std::vector<ReplicaOutcome> replicas;
+  double horizon_s = 0;
+
+  int64_t rejected_total() const {
+    int64_t n = 0;
+    for (const auto& [reason, count] : rejected) n += count;
+    return n;
+  }
+  // The replicas' frames and latencies summed (histograms merged); sessions and steps summed too.
+  RunResult totals() const;
+};
+
+}  // namespace metronome
