@@ -221,6 +221,11 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
     if (vid->parsed()) {
       // Both outputs are checked before either is written: never a calibration without the
       // correction asked for beside it.
+      if (vo->transfer_models.size() == 1) {
+        throw ConfigError("--transfer-model " + vo->transfer_models[0] +
+                          ": one other profile; expected two or more (each held-out fold fits "
+                          "on two shapes)");
+      }
       check_json_target(vo->out, "--out");
       if (!vo->correction_out.empty()) {
         check_json_target(vo->correction_out, "--correction-out");
