@@ -52,9 +52,8 @@ std::array<double, kTransferParameters> features(const TokenOp& op, double n,
 }
 
 std::array<double, kTransferParameters> as_array(const TransferCorrection& c) {
-  return {c.gemm_memory,  c.gemm_compute, c.gemm_overlap, c.gemm_kernel_s,
-          c.pointwise[0], c.pointwise[1], c.pointwise[2], c.pointwise[3],
-          c.pointwise_kernel_s};
+  return {c.gemm_memory,  c.gemm_compute, c.gemm_overlap, c.gemm_kernel_s,     c.pointwise[0],
+          c.pointwise[1], c.pointwise[2], c.pointwise[3], c.pointwise_kernel_s};
 }
 
 double median_of(std::vector<double> v) {
@@ -95,8 +94,7 @@ ProfileError profile_error(const OpSeconds& op_seconds, const VidurProfile& p) {
 
 std::array<double, 3> gemm_dims(const LayerShape& s) {
   return {static_cast<double>(s.hidden),
-          static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim),
-          static_cast<double>(s.ffn)};
+          static_cast<double>((s.heads + 2 * s.kv_heads) * s.head_dim), static_cast<double>(s.ffn)};
 }
 
 }  // namespace
@@ -114,14 +112,13 @@ ProfileError shipped_correction_error(const RooflineCorrection& c, const VidurPr
                                       const GpuConfig& gpu) {
   // The shipped correction's layer overhead is spread evenly over the profiled kernels, as its fit
   // made it (kernels x per-kernel overhead).
-  const double kernel_s =
-      c.layer_overhead_s / op_totals(token_ops(p.shape), false, true).kernels;
+  const double kernel_s = c.layer_overhead_s / op_totals(token_ops(p.shape), false, true).kernels;
   const double bw = gpu.memory_bandwidth_bytes_per_s;
   return profile_error(
       [&](const TokenOp& op, double n) {
         return kernel_s +
-               op.bytes(n) / ((op.gemm() ? c.bandwidth_fraction : c.pointwise_bandwidth_fraction) *
-                              bw) +
+               op.bytes(n) /
+                   ((op.gemm() ? c.bandwidth_fraction : c.pointwise_bandwidth_fraction) * bw) +
                op.flops(n) / (c.flops_fraction * gpu.bf16_flops);
       },
       p);
@@ -154,9 +151,10 @@ TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuCon
   std::string names;
   for (const auto& m : f.fitted_on) names += (names.empty() ? "" : ", ") + m;
   if (f.points < kTransferParameters) {
-    throw FitError(fmt::format("{}: {} equations for {} parameters: a fit needs at least as many "
-                               "points as parameters",
-                               names, f.points, kTransferParameters));
+    throw FitError(
+        fmt::format("{}: {} equations for {} parameters: a fit needs at least as many "
+                    "points as parameters",
+                    names, f.points, kTransferParameters));
   }
   Eigen::MatrixXd a(f.points, kTransferParameters);
   Eigen::VectorXd b(f.points);
@@ -168,17 +166,19 @@ TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuCon
   Eigen::VectorXd norms = a.colwise().norm().transpose();
   for (Eigen::Index c = 0; c < a.cols(); ++c) {
     if (!(norms(c) > 0)) {
-      throw FitError(fmt::format("{}: feature {} is zero on every row (no GEMM reached that "
-                                 "regime, or an op is missing)",
-                                 names, c));
+      throw FitError(
+          fmt::format("{}: feature {} is zero on every row (no GEMM reached that "
+                      "regime, or an op is missing)",
+                      names, c));
     }
     a.col(c) /= norms(c);
   }
   Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
   qr.setThreshold(1e-10);
   if (qr.rank() < a.cols()) {
-    throw FitError(names + ": the rows cannot separate the nine coefficients (profile more "
-                           "num_tokens values, on both sides of the ridge)");
+    throw FitError(names +
+                   ": the rows cannot separate the nine coefficients (profile more "
+                   "num_tokens values, on both sides of the ridge)");
   }
   const Eigen::VectorXd x = qr.solve(b);
   const Eigen::VectorXd fitted = a * x;
@@ -194,9 +194,10 @@ TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuCon
   c.pointwise_kernel_s = coef(8);
   if (!(c.gemm_memory > 0) || !(c.gemm_compute > 0) ||
       !std::all_of(c.pointwise.begin(), c.pointwise.end(), [](double v) { return v > 0; })) {
-    throw FitError(fmt::format("{}: a fitted rate multiplier is not positive (memory {:.3g}, "
-                               "compute {:.3g}): these timings do not follow a roofline",
-                               names, c.gemm_memory, c.gemm_compute));
+    throw FitError(
+        fmt::format("{}: a fitted rate multiplier is not positive (memory {:.3g}, "
+                    "compute {:.3g}): these timings do not follow a roofline",
+                    names, c.gemm_memory, c.gemm_compute));
   }
   return f;
 }
@@ -222,9 +223,10 @@ ShapeDistance shape_distance(const LayerShape& s, const std::vector<LayerShape>&
 std::vector<HeldOutFold> leave_one_profile_out(const std::vector<VidurProfile>& profiles,
                                                const GpuConfig& gpu) {
   if (profiles.size() < 3) {
-    throw FitError(fmt::format("{} profiles: leaving one out needs at least 3 (each fold fits on "
-                               "two shapes or more)",
-                               profiles.size()));
+    throw FitError(
+        fmt::format("{} profiles: leaving one out needs at least 3 (each fold fits on "
+                    "two shapes or more)",
+                    profiles.size()));
   }
   std::vector<HeldOutFold> folds;
   for (size_t out = 0; out < profiles.size(); ++out) {
@@ -244,9 +246,10 @@ std::string trust_statement(const std::string& name, const LayerShape& s,
                             const std::vector<LayerShape>& fitted,
                             const std::vector<HeldOutFold>& folds) {
   if (s.ffn == 0) {
-    return fmt::format("  trust {}: no dense MLP (MoE experts), a GEMM shape no profile has: no "
-                       "held-out error applies\n",
-                       name);
+    return fmt::format(
+        "  trust {}: no dense MLP (MoE experts), a GEMM shape no profile has: no "
+        "held-out error applies\n",
+        name);
   }
   const ShapeDistance d = shape_distance(s, fitted);
   const HeldOutFold* worst = nullptr;

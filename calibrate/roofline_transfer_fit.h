@@ -18,8 +18,9 @@
 //
 // Not explained by any shape feature we tried (tile/wave quantisation of the FLOPs included): the
 // 34B layer's GEMMs reach about 700 TFLOP/s at 2048-4096 tokens where the 7B's reach 750-850, so
-// above 512 tokens a fit on smaller layers under-predicts it by about x0.92. That spread is what the
-// trust statement (below) reports as the held-out error, not something the form claims to remove.
+// above 512 tokens a fit on smaller layers under-predicts it by about x0.92. That spread is what
+// the trust statement (below) reports as the held-out error, not something the form claims to
+// remove.
 #pragma once
 
 #include <array>
