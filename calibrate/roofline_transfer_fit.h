@@ -92,8 +92,8 @@ std::vector<HeldOutFold> leave_one_profile_out(const std::vector<VidurProfile>& 
                                                const GpuConfig& gpu);
 
 // What to expect for `s` under a fit on `fitted`: its distance, and the held-out median and p90 of
-// the worst fold (by p90) among those whose held-out shape was at least as far from its fit; when none was, it says
-// that no held-out profile was that far and gives no number.
+// the worst fold (by p90) among those whose held-out shape was at least as far from its fit; when
+// none was, it says that no held-out profile was that far and gives no number.
 std::string trust_statement(const std::string& name, const LayerShape& s,
                             const std::vector<LayerShape>& fitted,
                             const std::vector<HeldOutFold>& folds);
