@@ -20,6 +20,7 @@
 #include "calibrate/grid.h"
 #include "calibrate/pipeline.h"
 #include "calibrate/report.h"
+#include "calibrate/roofline_transfer_fit.h"
 #include "calibrate/vidur_import.h"
 #include "calibrate/vidur_profile.h"
 #include "sim/cost/calibrated_cost_model.h"
@@ -173,6 +174,7 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
     int tp = 1;
     int64_t layers = 0;
     int heldout_every = 4;
+    std::vector<std::string> transfer_models;
   };
   auto vo = std::make_shared<VidurOpts>();
   auto* vid = cmd->add_subcommand(
@@ -200,6 +202,10 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
   vid->add_option("--out", vo->out, "Calibration file to write")->required();
   vid->add_option("--correction-out", vo->correction_out,
                   "Also write the GPU file's roofline_correction block (JSON) here");
+  vid->add_option("--transfer-model", vo->transfer_models,
+                  "Another Vidur model of the same GPU in DIR (repeatable; two or more): fit the "
+                  "shape-aware correction on all the profiles, report it held out one profile at "
+                  "a time, and how far to trust it for each shipped model's layer");
 
   Run body = [=]() -> int {
     if (gridc->parsed()) {
@@ -215,6 +221,11 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
     if (vid->parsed()) {
       // Both outputs are checked before either is written: never a calibration without the
       // correction asked for beside it.
+      if (vo->transfer_models.size() == 1) {
+        throw ConfigError("--transfer-model " + vo->transfer_models[0] +
+                          ": one other profile; expected two or more (each held-out fold fits "
+                          "on two shapes)");
+      }
       check_json_target(vo->out, "--out");
       if (!vo->correction_out.empty()) {
         check_json_target(vo->correction_out, "--correction-out");
@@ -251,6 +262,14 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                      "(corrected roofline)\n";
       }
       std::cout << correction_text(r.correction);
+      if (!vo->transfer_models.empty()) {
+        std::vector<VidurProfile> profiles{p};
+        for (const auto& m : vo->transfer_models)
+          profiles.push_back(read_vidur_profile(vo->dir, m, vo->gpu, vo->tp));
+        std::cout << fmt::format("roofline transfer across {} profiles of {}:\n", profiles.size(),
+                                 r.gpu.name)
+                  << transfer_report(profiles, r.gpu);
+      }
       return 0;
     }
     if (run->parsed()) {
