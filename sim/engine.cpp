@@ -177,7 +177,7 @@ void Engine::on_arrival(Time now) {
 
 Engine::Placement Engine::admit(Time now, double duration_s) {
   ++result_.sessions_arrived;
-  if (live_ >= admission_->cap()) {
+  if (at_cap()) {
     ++result_.sessions_rejected;
     ledger_.note_rejected();
     return Placement::kCapped;
@@ -752,8 +752,7 @@ void Engine::summarise_admission() {
 }
 
 bool Engine::turns_away_any_caller() const {
-  return live_ >= admission_->cap() ||
-         (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
+  return at_cap() || (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
 }
 
 // The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;

@@ -83,6 +83,8 @@ class Engine {
   };
 
   void on_arrival(Time now);
+  // The admission controller turns the next caller away.
+  bool at_cap() const { return live_ >= admission_->cap(); }
   // The memory guard admits a caller whose worst-case blocks fit beside those reserved.
   bool reserve_fits(int64_t reserve) const { return reserved_ + reserve <= pool_.capacity(); }
   // Whether the next caller is turned away whatever its call's length: at the cap, or by the

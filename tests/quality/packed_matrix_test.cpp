@@ -56,9 +56,8 @@ class PackedMatrixIsa : public ::testing::TestWithParam<const char*> {
 TEST_P(PackedMatrixIsa, EqualsTheFmaChainBitForBit) {
   // Shapes with partial panels (n % 32 below and above a half panel), row counts off every
   // register block (1..13), and k = 1.
-  for (const Case c :
-       {Case{1, 16, 8}, Case{5, 37, 19}, Case{13, 50, 64}, Case{7, 3, 1}, Case{100, 33, 40},
-        Case{25, 64, 17}, Case{12, 20, 9}}) {
+  for (const Case c : {Case{1, 16, 8}, Case{5, 37, 19}, Case{13, 50, 64}, Case{7, 3, 1},
+                       Case{100, 33, 40}, Case{25, 64, 17}, Case{12, 20, 9}}) {
     const auto x = random_values(static_cast<size_t>(c.m * c.k), 1);
     const auto w = random_values(static_cast<size_t>(c.n * c.k), 2);
     const PackedMatrix p(w, c.n, c.k);

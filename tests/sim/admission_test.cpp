@@ -57,8 +57,7 @@ TEST(Admission, AimdStopsWhereTheEngineStopsKeepingPace) {
        "workload.duration={\"type\":\"fixed\",\"seconds\":900}",
        "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":5}", "admission.type=aimd"});
   const auto cost = make_cost_model(s);
-  const int64_t line =
-      full_step_sessions(s, kv::visible_keys(int64_t{1} << 30, s.kv_policy.window()) - 1, *cost);
+  const int64_t line = full_step_sessions(s, kv::settled_cached_cap(s.kv_policy.window()), *cost);
   const RunResult r = simulate(s, *cost);
   ASSERT_TRUE(r.admission.n_star);
   EXPECT_LE(r.peak_live_sessions, line);

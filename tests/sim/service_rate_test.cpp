@@ -56,7 +56,7 @@ Scenario spread_callers(int64_t n, double horizon_s) {
 }
 
 int64_t full_step_line(const Scenario& s, const CostModel& cost) {
-  const int64_t cached = kv::visible_keys(int64_t{1} << 30, s.kv_policy.window()) - 1;  // settled
+  const int64_t cached = kv::settled_cached_cap(s.kv_policy.window());
   const int64_t line = full_step_sessions(s, cached, cost);
   EXPECT_LE(full_step_utilisation(s, line, cached, cost), 1);
   EXPECT_GT(full_step_utilisation(s, line + 1, cached, cost), 1);

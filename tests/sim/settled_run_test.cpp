@@ -111,8 +111,7 @@ TEST(SettledRun, SameResultsAcrossShapes) {
       // the regime runs and are taken in place (on the 4 ms grid, some at the instant a step ends
       // or the engine wakes, which the general path takes).
       {"windowed", {kDemand, kCalls, "admission={\"type\":\"static\",\"cap\":60}"}},
-      {"windowed",
-       {kDemand, kCalls, "admission={\"type\":\"aimd\"}", "engine.num_blocks=2000"}},
+      {"windowed", {kDemand, kCalls, "admission={\"type\":\"aimd\"}", "engine.num_blocks=2000"}},
       {"windowed",
        {"workload.arrival={\"type\":\"fixed_interval\",\"interval_s\":0.004,"
         "\"sessions\":20000}",
@@ -164,8 +163,7 @@ TEST(SettledRun, RandomScenariosMatch) {
         "seed=" + std::to_string(i)};
     // Every fourth engine has a cap below its demand: callers turned away while it runs settled.
     if (i % 4 == 1) {
-      sets.push_back("admission={\"type\":\"static\",\"cap\":" + std::to_string(pick(3, 60)) +
-                     "}");
+      sets.push_back("admission={\"type\":\"static\",\"cap\":" + std::to_string(pick(3, 60)) + "}");
     }
     if (grid) {
       sets.push_back("workload.frame_period_s=" +
