@@ -170,7 +170,7 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
   gridc->add_option("--out", go->out, "File to write (default: stdout)");
 
   struct VidurOpts {
-    std::string dir, model, gpu, as, out, correction_out, date;
+    std::string dir, model, gpu, as, out, correction_out, transfer_out, date;
     int tp = 1;
     int64_t layers = 0;
     int heldout_every = 4;
@@ -206,6 +206,9 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                   "Another Vidur model of the same GPU in DIR (repeatable; two or more): fit the "
                   "shape-aware correction on all the profiles, report it held out one profile at "
                   "a time, and how far to trust it for each shipped model's layer");
+  vid->add_option("--transfer-out", vo->transfer_out,
+                  "With --transfer-model: also write the GPU file's shape_aware_correction block "
+                  "(JSON, with each profile's held-out error) here");
 
   Run body = [=]() -> int {
     if (gridc->parsed()) {
@@ -226,15 +229,24 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                           ": one other profile; expected two or more (each held-out fold fits "
                           "on two shapes)");
       }
+      if (!vo->transfer_out.empty() && vo->transfer_models.empty()) {
+        throw ConfigError("--transfer-out " + vo->transfer_out +
+                          ": nothing to write without --transfer-model (two or more)");
+      }
       check_json_target(vo->out, "--out");
-      if (!vo->correction_out.empty()) {
-        check_json_target(vo->correction_out, "--correction-out");
-        std::error_code ec;
-        if (vo->correction_out == vo->out ||
-            std::filesystem::equivalent(vo->correction_out, vo->out, ec)) {
-          throw ConfigError("--correction-out " + vo->correction_out +
-                            ": the same file as --out; expected another path");
+      std::vector<std::pair<std::string, std::string>> outs = {{"--out", vo->out}};
+      for (const auto& [flag, path] : {std::pair{"--correction-out", vo->correction_out},
+                                       std::pair{"--transfer-out", vo->transfer_out}}) {
+        if (path.empty()) continue;
+        check_json_target(path, flag);
+        for (const auto& [other_flag, other] : outs) {
+          std::error_code ec;
+          if (path == other || std::filesystem::equivalent(path, other, ec)) {
+            throw ConfigError(std::string(flag) + " " + path + ": the same file as " +
+                              other_flag + "; expected another path");
+          }
         }
+        outs.emplace_back(flag, path);
       }
       const VidurProfile p = read_vidur_profile(vo->dir, vo->model, vo->gpu, vo->tp);
       VidurImportOptions io;
@@ -244,11 +256,21 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
       io.date = vo->date;
       io.heldout_every = vo->heldout_every;
       const VidurImport r = import_vidur(p, io);
+      std::vector<VidurProfile> profiles{p};
+      for (const auto& m : vo->transfer_models)
+        profiles.push_back(read_vidur_profile(vo->dir, m, vo->gpu, vo->tp));
+      // Every fit before any file: a refused transfer fit leaves no calibration behind.
+      const std::string transfer =
+          profiles.size() > 1 ? transfer_report(profiles, r.gpu) : std::string();
+      const nlohmann::json transfer_block =
+          vo->transfer_out.empty() ? nlohmann::json() : transfer_json(profiles, r.gpu);
       write_json_file(vo->out, r.calibration);
       if (!vo->correction_out.empty()) {
         write_json_file(vo->correction_out, r.calibration["source"]["roofline_correction"],
                         "--correction-out");
       }
+      if (!vo->transfer_out.empty())
+        write_json_file(vo->transfer_out, transfer_block, "--transfer-out");
       std::cout << fmt::format("calibrate: {} ({} rows, {} layers as model \"{}\") -> {}\n",
                                r.calibration["label"].get<std::string>(), p.mlp.size(), r.layers,
                                r.model_name, vo->out);
@@ -262,13 +284,10 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
                      "(corrected roofline)\n";
       }
       std::cout << correction_text(r.correction);
-      if (!vo->transfer_models.empty()) {
-        std::vector<VidurProfile> profiles{p};
-        for (const auto& m : vo->transfer_models)
-          profiles.push_back(read_vidur_profile(vo->dir, m, vo->gpu, vo->tp));
+      if (!transfer.empty()) {
         std::cout << fmt::format("roofline transfer across {} profiles of {}:\n", profiles.size(),
                                  r.gpu.name)
-                  << transfer_report(profiles, r.gpu);
+                  << transfer;
       }
       return 0;
     }

@@ -116,7 +116,7 @@ const std::vector<Field>& fields() {
       {"workload.frame_jitter_s", "s", "0", "each frame released up to this late"},
       {"cost_model.type", "-", "\"auto\"",
        "auto (the best the GPU has) | calibrated | "
-       "corrected_roofline | roofline | fixed"},
+       "corrected_roofline | shape_aware_roofline | roofline | fixed"},
       {"cost_model.step_overhead_s", "s", "0.001", "scheduler and launch overhead per pass"},
       {"cost_model.file", "-", "\"\"", "calibrated: the calibration JSON"},
       {"admission.type", "-", "\"none\"", "none | static | aimd | gradient"},

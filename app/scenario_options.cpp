@@ -42,6 +42,8 @@ std::string cost_model_choice(const Scenario& s) {
 std::string cost_model_spread(const Scenario& s, const FirstOrderPrediction& p) {
   std::vector<std::string> types = {"roofline"};
   if (s.gpu.roofline_correction.present) types.push_back("corrected_roofline");
+  if (s.gpu.shape_aware_correction.present && !s.model.moe())
+    types.push_back("shape_aware_roofline");
   if (s.cost_model.type == "calibrated") types.push_back("calibrated");
   if (types.size() < 2) return "";
   std::string line;

@@ -53,29 +53,23 @@ double corrected_layer_seconds(const LayerShape& s, const RooflineCorrection& c,
          t.flops_per_token * tokens / (c.flops_fraction * gpu.bf16_flops);
 }
 
-RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuConfig& gpu,
-                                              int heldout_every) {
-  if (heldout_every < 2) throw FitError("heldout_every: expected >= 2");
-  RooflineCorrectionFit f;
-  f.heldout_every = heldout_every;
+namespace {
+
+// One equation per (row, profiled op): the op's time against its GEMM bytes, pointwise bytes,
+// FLOPs and one kernel, weighted by 1 / that row's layer time so that every row counts in
+// proportion to its layer (relative error of the layer, as the simulator needs it).
+struct Eq {
+  std::array<double, 4> x;
+  double t;
+};
+
+void add_equations(const VidurProfile& p, const GpuConfig& gpu, const std::vector<bool>& skip,
+                   std::vector<Eq>& eqs) {
   const auto ops = token_ops(p.shape);
   const double bw = gpu.memory_bandwidth_bytes_per_s, fl = gpu.bf16_flops;
   for (size_t i = 0; i < p.mlp.size(); ++i) {
-    f.tokens.push_back(p.mlp[i].tokens);
-    f.measured.push_back(p.mlp[i].layer_seconds());
-    f.heldout.push_back((i + 1) % static_cast<size_t>(heldout_every) == 0);
-  }
-  // One equation per (training row, profiled op): the op's time against its GEMM bytes, pointwise
-  // bytes, FLOPs and one kernel, weighted by 1 / that row's layer time so that every row counts in
-  // proportion to its layer (relative error of the layer, as the simulator needs it).
-  struct Eq {
-    std::array<double, 4> x;
-    double t;
-  };
-  std::vector<Eq> eqs;
-  for (size_t i = 0; i < p.mlp.size(); ++i) {
-    if (f.heldout[i]) continue;
-    const double n = static_cast<double>(f.tokens[i]), w = 1.0 / f.measured[i];
+    if (skip[i]) continue;
+    const double n = static_cast<double>(p.mlp[i].tokens), w = 1.0 / p.mlp[i].layer_seconds();
     for (size_t k = 0; k < kVidurMlpOps.size(); ++k) {
       const TokenOp* op = nullptr;
       for (const auto& o : ops)
@@ -87,21 +81,21 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
            p.mlp[i].seconds[k] * w});
     }
   }
-  f.train_points = static_cast<int>(p.mlp.size()) -
-                   static_cast<int>(std::count(f.heldout.begin(), f.heldout.end(), true));
-  f.heldout_points = static_cast<int>(p.mlp.size()) - f.train_points;
-  if (f.train_points < 4) {
-    throw FitError(
-        fmt::format("{}: {} rows ({} to train) for 4 parameters: a fit needs at least "
-                    "as many training points as parameters",
-                    p.mlp_path, p.mlp.size(), f.train_points));
-  }
-  // x = (1/f_bw, 1/f_pw, 1/f_flops, per-kernel overhead). A fraction above 1 (faster than the
-  // datasheet: Vidur reuses dummy weights, so a GEMM whose weights fit in L2 can beat HBM) is
-  // pinned to 1, a negative overhead to 0, and the rest refitted: the roofline never promises more
-  // than the datasheet.
-  std::array<bool, 4> pinned{};
+}
+
+// x = (1/f_bw, 1/f_pw, 1/f_flops, per-kernel overhead). A fraction above 1 (faster than the
+// datasheet: Vidur reuses dummy weights, so a GEMM whose weights fit in L2 can beat HBM) is pinned
+// to 1, a negative overhead to 0, and the rest refitted: the roofline never promises more than the
+// datasheet.
+struct Solved {
   std::array<double, 4> x{1, 1, 1, 0};
+  std::array<bool, 4> pinned{};
+};
+
+Solved solve(const std::vector<Eq>& eqs, const std::string& what) {
+  Solved solved;
+  auto& x = solved.x;
+  auto& pinned = solved.pinned;
   for (int iter = 0; iter < 5; ++iter) {
     std::vector<int> free;
     for (int c = 0; c < 4; ++c)
@@ -122,13 +116,13 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
     }
     Eigen::VectorXd norms = a.colwise().norm().transpose();
     for (Eigen::Index c = 0; c < a.cols(); ++c) {
-      if (!(norms(c) > 0)) throw FitError(p.mlp_path + ": a roofline feature is zero on every row");
+      if (!(norms(c) > 0)) throw FitError(what + ": a roofline feature is zero on every row");
       a.col(c) /= norms(c);
     }
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
     qr.setThreshold(1e-10);
     if (qr.rank() < a.cols()) {
-      throw FitError(p.mlp_path +
+      throw FitError(what +
                      ": the rows cannot separate GEMM bandwidth, pointwise bandwidth, FLOP/s and "
                      "kernel overhead (profile more num_tokens values)");
     }
@@ -153,18 +147,65 @@ RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuCo
     throw FitError(
         fmt::format("{}: a fitted 1/fraction is not positive ({:.3g}, {:.3g}, {:.3g}): "
                     "these timings do not follow a roofline",
-                    p.mlp_path, x[0], x[1], x[2]));
+                    what, x[0], x[1], x[2]));
   }
-  RooflineCorrection& c = f.correction;
+  return solved;
+}
+
+RooflineCorrection correction_of(const Solved& s, const LayerShape& shape, const GpuConfig& gpu) {
+  const auto ops = token_ops(shape);
+  RooflineCorrection c;
   c.present = true;
-  c.bandwidth_fraction = 1.0 / x[0];
-  c.pointwise_bandwidth_fraction = 1.0 / x[1];
-  c.flops_fraction = 1.0 / x[2];
-  c.layer_overhead_s = x[3] * op_totals(ops, false, true).kernels;
-  c.pass_overhead_s = x[3] * op_totals(ops, true).kernels;  // embedding and output head
+  c.bandwidth_fraction = 1.0 / s.x[0];
+  c.pointwise_bandwidth_fraction = 1.0 / s.x[1];
+  c.flops_fraction = 1.0 / s.x[2];
+  c.layer_overhead_s = s.x[3] * op_totals(ops, false, true).kernels;
+  c.pass_overhead_s = s.x[3] * op_totals(ops, true).kernels;  // embedding and output head
   c.fitted_on = gpu.name;
-  f.kernel_overhead_s = x[3];
-  f.pinned = {pinned[0], pinned[1], pinned[2]};
+  return c;
+}
+
+}  // namespace
+
+RooflineCorrection fit_roofline_correction_on(const std::vector<VidurProfile>& profiles,
+                                              const GpuConfig& gpu) {
+  if (profiles.empty()) throw FitError("no profile to fit the roofline correction on");
+  std::vector<Eq> eqs;
+  std::string what;
+  for (const auto& p : profiles) {
+    add_equations(p, gpu, std::vector<bool>(p.mlp.size(), false), eqs);
+    what += (what.empty() ? "" : ", ") + p.mlp_path;
+  }
+  if (eqs.size() < 4) throw FitError(what + ": fewer equations than the 4 parameters");
+  return correction_of(solve(eqs, what), profiles.front().shape, gpu);
+}
+
+RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuConfig& gpu,
+                                              int heldout_every) {
+  if (heldout_every < 2) throw FitError("heldout_every: expected >= 2");
+  RooflineCorrectionFit f;
+  f.heldout_every = heldout_every;
+  for (size_t i = 0; i < p.mlp.size(); ++i) {
+    f.tokens.push_back(p.mlp[i].tokens);
+    f.measured.push_back(p.mlp[i].layer_seconds());
+    f.heldout.push_back((i + 1) % static_cast<size_t>(heldout_every) == 0);
+  }
+  f.train_points = static_cast<int>(p.mlp.size()) -
+                   static_cast<int>(std::count(f.heldout.begin(), f.heldout.end(), true));
+  f.heldout_points = static_cast<int>(p.mlp.size()) - f.train_points;
+  if (f.train_points < 4) {
+    throw FitError(
+        fmt::format("{}: {} rows ({} to train) for 4 parameters: a fit needs at least "
+                    "as many training points as parameters",
+                    p.mlp_path, p.mlp.size(), f.train_points));
+  }
+  std::vector<Eq> eqs;
+  add_equations(p, gpu, f.heldout, eqs);
+  const Solved s = solve(eqs, p.mlp_path);
+  f.correction = correction_of(s, p.shape, gpu);
+  const RooflineCorrection& c = f.correction;
+  f.kernel_overhead_s = s.x[3];
+  f.pinned = {s.pinned[0], s.pinned[1], s.pinned[2]};
 
   std::vector<double> bh, ah, mh;
   for (size_t i = 0; i < f.tokens.size(); ++i) {

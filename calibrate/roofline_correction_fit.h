@@ -46,6 +46,11 @@ struct RooflineCorrectionFit {
 RooflineCorrectionFit fit_roofline_correction(const VidurProfile& p, const GpuConfig& gpu,
                                               int heldout_every = 4);
 
+// The same form fitted on every row of several profiles (no held-out split): what the old form
+// does when given the same layers as the shape-aware one (calibrate/roofline_transfer_fit.h).
+RooflineCorrection fit_roofline_correction_on(const std::vector<VidurProfile>& profiles,
+                                              const GpuConfig& gpu);
+
 // The GPU file's roofline_correction block (with its error table), and a report for people.
 nlohmann::json correction_json(const RooflineCorrectionFit& f, const std::string& source);
 std::string correction_text(const RooflineCorrectionFit& f);

@@ -16,14 +16,6 @@ namespace metronome::calibrate {
 
 namespace {
 
-int pointwise_kind(std::string_view name) {
-  if (name == "input_layernorm" || name == "post_attention_layernorm") return 0;
-  if (name == "attn_rope") return 1;
-  if (name == "mlp_act") return 2;
-  if (name == "add") return 3;
-  throw FitError(fmt::format("{}: not a profiled per-layer pointwise op", name));
-}
-
 // The per-layer ops Vidur times, with their index in VidurMlpRow::seconds.
 std::vector<std::pair<size_t, TokenOp>> profiled_ops(const LayerShape& s) {
   std::vector<std::pair<size_t, TokenOp>> out;
@@ -32,28 +24,6 @@ std::vector<std::pair<size_t, TokenOp>> profiled_ops(const LayerShape& s) {
     for (const auto& o : ops)
       if (o.name == kVidurMlpOps[k]) out.emplace_back(k, o);
   return out;
-}
-
-// The features whose coefficients are TransferCorrection's, in its field order.
-std::array<double, kTransferParameters> features(const TokenOp& op, double n,
-                                                 const GpuConfig& gpu) {
-  std::array<double, kTransferParameters> x{};
-  const double m = op.bytes(n) / gpu.memory_bandwidth_bytes_per_s;
-  if (op.gemm()) {
-    const double c = op.flops(n) / gpu.bf16_flops;
-    (m >= c ? x[0] : x[1]) = m >= c ? m : c;
-    x[2] = std::min(m, c);
-    x[3] = 1;
-  } else {
-    x[4 + static_cast<size_t>(pointwise_kind(op.name))] = m;
-    x[8] = 1;
-  }
-  return x;
-}
-
-std::array<double, kTransferParameters> as_array(const TransferCorrection& c) {
-  return {c.gemm_memory,  c.gemm_compute, c.gemm_overlap, c.gemm_kernel_s,     c.pointwise[0],
-          c.pointwise[1], c.pointwise[2], c.pointwise[3], c.pointwise_kernel_s};
 }
 
 double median_of(std::vector<double> v) {
@@ -99,15 +69,6 @@ std::array<double, 3> gemm_dims(const LayerShape& s) {
 
 }  // namespace
 
-double transfer_op_seconds(const TransferCorrection& c, const TokenOp& op, double tokens,
-                           const GpuConfig& gpu) {
-  const auto x = features(op, tokens, gpu);
-  const auto a = as_array(c);
-  double t = 0;
-  for (size_t i = 0; i < x.size(); ++i) t += a[i] * x[i];
-  return t;
-}
-
 ProfileError shipped_correction_error(const RooflineCorrection& c, const VidurProfile& p,
                                       const GpuConfig& gpu) {
   // The shipped correction's layer overhead is spread evenly over the profiled kernels, as its fit
@@ -124,15 +85,15 @@ ProfileError shipped_correction_error(const RooflineCorrection& c, const VidurPr
       p);
 }
 
-ProfileError transfer_error(const TransferCorrection& c, const VidurProfile& p,
+ProfileError transfer_error(const ShapeAwareCorrection& c, const VidurProfile& p,
                             const GpuConfig& gpu) {
   return profile_error(
-      [&](const TokenOp& op, double n) { return transfer_op_seconds(c, op, n, gpu); }, p);
+      [&](const TokenOp& op, double n) { return shape_aware_seconds(c, op_terms(op, n, gpu)); }, p);
 }
 
 TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuConfig& gpu) {
   TransferFit f;
-  std::vector<std::array<double, kTransferParameters>> xs;
+  std::vector<ShapeAwareTerms> xs;
   std::vector<double> ys, ws;
   for (const auto& p : profiles) {
     f.fitted_on.push_back(p.model);
@@ -141,7 +102,7 @@ TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuCon
     for (const auto& row : p.mlp) {
       const double n = static_cast<double>(row.tokens), w = 1.0 / row.layer_seconds();
       for (const auto& [k, op] : ops) {
-        xs.push_back(features(op, n, gpu));
+        xs.push_back(op_terms(op, n, gpu));
         ys.push_back(row.seconds[k]);
         ws.push_back(w);
       }
@@ -150,13 +111,13 @@ TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuCon
   f.points = static_cast<int>(xs.size());
   std::string names;
   for (const auto& m : f.fitted_on) names += (names.empty() ? "" : ", ") + m;
-  if (f.points < kTransferParameters) {
+  if (f.points < kShapeAwareCoefficients) {
     throw FitError(
         fmt::format("{}: {} equations for {} parameters: a fit needs at least as many "
                     "points as parameters",
-                    names, f.points, kTransferParameters));
+                    names, f.points, kShapeAwareCoefficients));
   }
-  Eigen::MatrixXd a(f.points, kTransferParameters);
+  Eigen::MatrixXd a(f.points, kShapeAwareCoefficients);
   Eigen::VectorXd b(f.points);
   for (Eigen::Index r = 0; r < a.rows(); ++r) {
     const auto i = static_cast<size_t>(r);
@@ -186,6 +147,8 @@ TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuCon
   f.r2 = 1.0 - (b - fitted).squaredNorm() / (b.array() - mean).square().sum();
   const Eigen::VectorXd coef = x.cwiseQuotient(norms);
   auto& c = f.correction;
+  c.present = true;
+  c.fitted_on = gpu.name;
   c.gemm_memory = coef(0);
   c.gemm_compute = coef(1);
   c.gemm_overlap = coef(2);
@@ -236,6 +199,8 @@ std::vector<HeldOutFold> leave_one_profile_out(const std::vector<VidurProfile>& 
     HeldOutFold f;
     f.fit = fit_transfer(train, gpu);
     f.held_out = transfer_error(f.fit.correction, profiles[out], gpu);
+    f.old_form_held_out =
+        shipped_correction_error(fit_roofline_correction_on(train, gpu), profiles[out], gpu);
     f.distance = shape_distance(profiles[out].shape, f.fit.shapes);
     folds.push_back(std::move(f));
   }
@@ -315,6 +280,7 @@ std::string transfer_report(const std::vector<VidurProfile>& profiles, const Gpu
   s += "  held out, one profile at a time (fitted on the others):\n";
   for (const auto& f : folds) {
     s += profile_error_text(f.held_out.model + " (held out)", f.held_out);
+    s += profile_error_text("  old form refitted on the others", f.old_form_held_out);
     s += fmt::format("      its shape against the fit's: {}\n", f.distance.text);
   }
   // Every shipped model's layer under the fit on all: how far from the profiles, what to expect.
@@ -328,6 +294,29 @@ std::string transfer_report(const std::vector<VidurProfile>& profiles, const Gpu
     s += trust_statement(name, layer_shape(m), all.shapes, folds);
   }
   return s;
+}
+
+nlohmann::json transfer_json(const std::vector<VidurProfile>& profiles, const GpuConfig& gpu) {
+  TransferFit all = fit_transfer(profiles, gpu);
+  std::string on;
+  for (const auto& m : all.fitted_on) on += (on.empty() ? "" : ", ") + m;
+  all.correction.source = fmt::format(
+      "fitted by `metronome calibrate import-vidur --transfer-model` to Vidur's measured {} "
+      "profiles of {} (results/vidur/, MIT; torch profiler kernel times, not measured by this "
+      "project); {} equations, R2 {:.4f}",
+      gpu.name, on, all.points, all.r2);
+  nlohmann::json j = shape_aware_json(all.correction);
+  nlohmann::json held = nlohmann::json::array();
+  for (const auto& f : leave_one_profile_out(profiles, gpu)) {
+    held.push_back({{"model", f.held_out.model},
+                    {"median", f.held_out.layer.median},
+                    {"p90", f.held_out.layer.p90},
+                    {"max", f.held_out.layer.max},
+                    {"rows", f.held_out.layer.points},
+                    {"shape", f.distance.text}});
+  }
+  j["held_out"] = held;
+  return j;
 }
 
 }  // namespace metronome::calibrate

@@ -24,27 +24,20 @@
 #pragma once
 
 #include <array>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "calibrate/roofline_correction_fit.h"
 #include "calibrate/vidur_profile.h"
+#include "sim/cost/shape_aware_op_time.h"
 #include "sim/gpu.h"
 
 namespace metronome::calibrate {
 
-inline constexpr int kTransferParameters = 9;
-
-struct TransferCorrection {
-  // Multipliers of datasheet seconds (1: the datasheet rate) and per-kernel overheads (s).
-  double gemm_memory = 1, gemm_compute = 1, gemm_overlap = 1, gemm_kernel_s = 0;
-  std::array<double, 4> pointwise{1, 1, 1, 1};  // norm, rope, activation, residual add
-  double pointwise_kernel_s = 0;
-};
-
-// One op's time at `tokens` (a per-layer op of sim/cost/layer_ops.h other than emb).
-double transfer_op_seconds(const TransferCorrection& c, const TokenOp& op, double tokens,
-                           const GpuConfig& gpu);
+// The form's coefficients are the GPU file's ShapeAwareCorrection (sim/gpu.h), and one op's time
+// is sim/cost/shape_aware_op_time.h's rule, which the simulator prices passes with: the fit's
+// features are that rule's terms.
 
 // How a correction did on one profile: the layer (every op but emb) and its parts.
 struct ProfileError {
@@ -59,18 +52,18 @@ struct ProfileError {
 // The shipped form (RooflineCorrection, per op as in roofline_correction_fit.cpp) and the new one.
 ProfileError shipped_correction_error(const RooflineCorrection& c, const VidurProfile& p,
                                       const GpuConfig& gpu);
-ProfileError transfer_error(const TransferCorrection& c, const VidurProfile& p,
+ProfileError transfer_error(const ShapeAwareCorrection& c, const VidurProfile& p,
                             const GpuConfig& gpu);
 
 struct TransferFit {
-  TransferCorrection correction;
+  ShapeAwareCorrection correction;
   double r2 = 0;   // weighted, over the training equations (one per row and op)
   int points = 0;  // training equations
   std::vector<std::string> fitted_on;
   std::vector<LayerShape> shapes;
 };
 
-// FitError with fewer equations than kTransferParameters, or rows that cannot separate them.
+// FitError with fewer equations than kShapeAwareCoefficients, or rows that cannot separate them.
 TransferFit fit_transfer(const std::vector<VidurProfile>& profiles, const GpuConfig& gpu);
 
 // How far a layer shape's GEMMs are from the fitted ones: per GEMM dimension (hidden, QKV width,
@@ -85,6 +78,9 @@ ShapeDistance shape_distance(const LayerShape& s, const std::vector<LayerShape>&
 struct HeldOutFold {
   TransferFit fit;  // on every profile but one
   ProfileError held_out;
+  // The corrected roofline's four-fraction form refitted on the same profiles, on the held-out one:
+  // what the old form does with the same data.
+  ProfileError old_form_held_out;
   ShapeDistance distance;  // of the held-out shape from the fit's
 };
 // One fold per profile (at least three: a fold must fit on two or more shapes).
@@ -104,5 +100,9 @@ std::string transfer_text(const TransferFit& f);
 // shipped dense model's layer under the fit on all.
 std::string transfer_report(const std::vector<VidurProfile>& profiles, const GpuConfig& gpu);
 std::string profile_error_text(const std::string& what, const ProfileError& e);
+
+// The GPU file's shape_aware_correction block: the fit on all the profiles, its source, and each
+// profile's error held out (fitted on the others).
+nlohmann::json transfer_json(const std::vector<VidurProfile>& profiles, const GpuConfig& gpu);
 
 }  // namespace metronome::calibrate

@@ -34,7 +34,7 @@ mkdir -p "$(dirname "$deep")"
 
 seeds_of() {
   case $1 in
-    scenario) ls scenarios/*.json scenarios/*/*.json tests/sim/golden/*.scenario.json ;;
+    scenario) ls scenarios/*.json scenarios/*/*.json tests/sim/golden/*.scenario.json tests/fuzz/seeds/scenario/* ;;
     sweep_spec) ls tests/fuzz/seeds/sweep_spec/* ;;
     hf_config) ls tests/sim/hf_configs/*/config.json ;;
     calibration) ls results/calibration/*.json | grep -v _bench ;;

@@ -26,24 +26,33 @@ ASSUMED = {
 }
 KEYS = ["bandwidth_fraction", "pointwise_bandwidth_fraction", "flops_fraction",
         "layer_overhead_s", "pass_overhead_s"]
+# Other layers of the same GPU the shape-aware correction is fitted on with the profile above.
+TRANSFER = {"h100": ["internlm/internlm-20b", "codellama/CodeLlama-34b-Instruct-hf"]}
+SHAPE_AWARE_KEYS = ["gemm_memory", "gemm_compute", "gemm_overlap", "gemm_kernel_s", "norm", "rope",
+                    "activation", "add", "pointwise_kernel_s"]
+BLOCKS = ["roofline_correction", "shape_aware_correction"]
 
 
 def rounded(x):
     return float(f"{x:.4g}")
 
 
-def write_gpu(gpu, correction):
+def write_gpu(gpu, blocks):
     path = ROOT / "scenarios" / "gpus" / f"{gpu}.json"
     text = path.read_text()
     # Keep the hand-written part as written (141e9, not 141000000000.0): replace or append only
-    # the roofline_correction block, always the file's last field.
+    # the fitted blocks, always the file's last fields, in BLOCKS order.
     cut = text.find(',\n  "roofline_correction"')
     head = text[:cut] if cut >= 0 else text.rstrip().rstrip("}").rstrip()
-    block = json.dumps(correction, indent=2).replace("\n", "\n  ")
-    path.write_text(f'{head},\n  "roofline_correction": {block}\n}}\n')
+    for name in BLOCKS:
+        if name in blocks:
+            block = json.dumps(blocks[name], indent=2).replace("\n", "\n  ")
+            head += f',\n  "{name}": {block}'
+    path.write_text(head + "\n}\n")
     json.loads(path.read_text())  # still valid JSON
-    print(f"import_vidur: {path.relative_to(ROOT)}: roofline_correction "
-          f"(fitted on {correction['fitted_on']})")
+    for name in blocks:
+        print(f"import_vidur: {path.relative_to(ROOT)}: {name} "
+              f"(fitted on {blocks[name]['fitted_on']})")
 
 
 def main():
@@ -56,9 +65,14 @@ def main():
         name = {"llama-2-7b-hf": "llama-2-7b", "meta-llama-3-8b": "llama-3-8b"}.get(short, short)
         out = f"results/calibration/{name}_{gpu}_vidur.json"
         corr = f"/tmp/metronome_import_vidur_{gpu}.json"
+        shape = f"/tmp/metronome_import_vidur_{gpu}_shape_aware.json"
         cmd = [a.metronome, "calibrate", "import-vidur", "results/vidur", "--model", model,
                "--gpu", gpu, "--date", "2024-11-19 (Vidur commit 7d47513)", "--out", out,
                "--correction-out", corr]
+        for other in TRANSFER.get(gpu, []):
+            cmd += ["--transfer-model", other]
+        if gpu in TRANSFER:
+            cmd += ["--transfer-out", shape]
         print("import_vidur:", " ".join(cmd))
         r = subprocess.run(cmd, cwd=ROOT)
         if r.returncode != 0:
@@ -70,13 +84,22 @@ def main():
                            f"profile of {model} (results/vidur/, MIT; torch profiler kernel "
                            f"times, not measured by this project)")
         block["error"] = c["error"]
-        fitted[gpu] = block
-        write_gpu(gpu, block)
+        fitted[gpu] = {"roofline_correction": block}
+        if gpu in TRANSFER:
+            sa = json.loads(pathlib.Path(shape).read_text())
+            fitted[gpu]["shape_aware_correction"] = {
+                **{k: rounded(sa[k]) for k in SHAPE_AWARE_KEYS},
+                **{k: sa[k] for k in ["fitted_on", "source", "held_out"]}}
+        write_gpu(gpu, fitted[gpu])
     for gpu, (sibling, why) in ASSUMED.items():
-        block = {k: fitted[sibling][k] for k in KEYS}
-        block["fitted_on"] = sibling
-        block["source"] = (f"assumed: the {sibling} fit ({why}); no measurements of this GPU")
-        write_gpu(gpu, block)
+        blocks = {}
+        for name, theirs in fitted[sibling].items():
+            keys = KEYS if name == "roofline_correction" else SHAPE_AWARE_KEYS
+            blocks[name] = {k: theirs[k] for k in keys}
+            blocks[name]["fitted_on"] = sibling
+            blocks[name]["source"] = (f"assumed: the {sibling} fit ({why}); no measurements of "
+                                      f"this GPU")
+        write_gpu(gpu, blocks)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // roofline's correction fitted to measured kernel times on that GPU (when there are some).
 #pragma once
 
+#include <array>
 #include <string>
 
 namespace metronome {
@@ -23,6 +24,22 @@ struct RooflineCorrection {
   std::string source;           // what was measured, by whom, and the fit's error
 };
 
+// The shape-aware roofline (sim/cost/shape_aware_roofline_cost_model.h), per op at n tokens with
+// m = bytes / bandwidth and c = FLOPs / bf16_flops:
+//   GEMM:      gemm_kernel_s + gemm_memory [m >= c] m + gemm_compute [c > m] c
+//              + gemm_overlap min(m, c)
+//   pointwise: pointwise_kernel_s + pointwise[kind] m   (kind: norm, rope, activation, add)
+// Fitted on several layer shapes by `metronome calibrate import-vidur --transfer-model`
+// (calibrate/roofline_transfer_fit.h), which also says how far it holds for a shape not fitted on.
+struct ShapeAwareCorrection {
+  bool present = false;
+  double gemm_memory = 1, gemm_compute = 1, gemm_overlap = 1, gemm_kernel_s = 0;
+  std::array<double, 4> pointwise{1, 1, 1, 1};  // norm, rope, activation, residual add
+  double pointwise_kernel_s = 0;
+  std::string fitted_on;  // the GPU whose measurements gave these numbers
+  std::string source;     // which profiles, by whom, and the held-out error
+};
+
 struct GpuConfig {
   std::string name;
   // Total memory as the device reports it (nvidia-smi memory.total, MiB x 2^20), which is what
@@ -32,6 +49,7 @@ struct GpuConfig {
   double memory_bandwidth_bytes_per_s = 0;
   double bf16_flops = 0;  // dense, not the sparse datasheet figure
   RooflineCorrection roofline_correction;
+  ShapeAwareCorrection shape_aware_correction;
   // A measured calibration of this GPU (an absolute path once the file is resolved; empty: none).
   // cost_model.type "auto" prices steps with it, scaled to the scenario's model where the file
   // says how (sim/cost/cost_model.h: choose_cost_model).

@@ -217,6 +217,24 @@ GpuConfig parse_gpu(JsonSection g) {
     r.raw("error");  // the fit's before/after error table, for readers
     r.finish();
   }
+  if (g.has("shape_aware_correction")) {
+    JsonSection r = g.section("shape_aware_correction", true);
+    auto& sc = c.shape_aware_correction;
+    sc.present = true;
+    // Multipliers of datasheet seconds: a GEMM or pointwise op faster than 1/10 of its datasheet
+    // time, or slower than 100x, is a fit gone wrong, not a GPU.
+    sc.gemm_memory = r.in_range("gemm_memory", std::nullopt, 0.1, 100);
+    sc.gemm_compute = r.in_range("gemm_compute", std::nullopt, 0.1, 100);
+    sc.gemm_overlap = r.in_range("gemm_overlap", std::nullopt, 0, 1);
+    sc.gemm_kernel_s = r.in_range("gemm_kernel_s", std::nullopt, 0, 1);
+    const char* kinds[] = {"norm", "rope", "activation", "add"};
+    for (size_t k = 0; k < 4; ++k) sc.pointwise[k] = r.in_range(kinds[k], std::nullopt, 0.1, 100);
+    sc.pointwise_kernel_s = r.in_range("pointwise_kernel_s", std::nullopt, 0, 1);
+    sc.fitted_on = r.string("fitted_on", std::nullopt);
+    sc.source = r.string("source", std::nullopt);
+    r.raw("held_out");  // the fit's error on each profile left out, for readers
+    r.finish();
+  }
   g.finish();
   return c;
 }
@@ -360,7 +378,8 @@ WorkloadConfig parse_workload(JsonSection w) {
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
   c.type =
-      m.one_of("type", "auto", {"auto", "roofline", "corrected_roofline", "calibrated", "fixed"});
+      m.one_of("type", "auto", {"auto", "roofline", "corrected_roofline", "shape_aware_roofline", "calibrated",
+                                      "fixed"});
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   if (c.type == "fixed" && !(c.step_overhead_s > 0))
     m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
@@ -833,6 +852,20 @@ std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype) {
   return std::nullopt;
 }
 
+nlohmann::json shape_aware_json(const ShapeAwareCorrection& c) {
+  return {{"gemm_memory", c.gemm_memory},
+          {"gemm_compute", c.gemm_compute},
+          {"gemm_overlap", c.gemm_overlap},
+          {"gemm_kernel_s", c.gemm_kernel_s},
+          {"norm", c.pointwise[0]},
+          {"rope", c.pointwise[1]},
+          {"activation", c.pointwise[2]},
+          {"add", c.pointwise[3]},
+          {"pointwise_kernel_s", c.pointwise_kernel_s},
+          {"fitted_on", c.fitted_on},
+          {"source", c.source}};
+}
+
 nlohmann::json to_json(const Scenario& s) {
   using nlohmann::json;
   const auto& m = s.model;
@@ -872,6 +905,9 @@ nlohmann::json to_json(const Scenario& s) {
                                   {"pass_overhead_s", rc.pass_overhead_s},
                                   {"fitted_on", rc.fitted_on},
                                   {"source", rc.source}};
+  }
+  if (s.cost_model.type == "shape_aware_roofline" && s.gpu.shape_aware_correction.present) {
+    gpu["shape_aware_correction"] = shape_aware_json(s.gpu.shape_aware_correction);
   }
   const auto& e = s.engine;
   json engine = {{"block_size", e.block_size},

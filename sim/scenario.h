@@ -169,5 +169,7 @@ void apply_set(nlohmann::json& j, const std::string& assignment, const std::stri
 std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype);
 
 nlohmann::json to_json(const Scenario& s);
+// A GPU file's shape_aware_correction block as parse_gpu reads it (without `held_out`).
+nlohmann::json shape_aware_json(const ShapeAwareCorrection& c);
 
 }  // namespace metronome

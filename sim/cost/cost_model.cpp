@@ -12,6 +12,7 @@
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/fixed_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
+#include "sim/cost/shape_aware_roofline_cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/scenario.h"
 
@@ -83,6 +84,14 @@ std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
     try {
       return std::make_unique<CorrectedRooflineCostModel>(s.model, s.gpu,
                                                           s.cost_model.step_overhead_s);
+    } catch (const ConfigError& e) {
+      throw ConfigError(s.source + ": " + e.what());
+    }
+  }
+  if (s.cost_model.type == "shape_aware_roofline") {
+    try {
+      return std::make_unique<ShapeAwareRooflineCostModel>(s.model, s.gpu,
+                                                           s.cost_model.step_overhead_s);
     } catch (const ConfigError& e) {
       throw ConfigError(s.source + ": " + e.what());
     }

@@ -324,6 +324,21 @@ wait "$lock_pid" 2>/dev/null
 vidur="$src/results/vidur"
 timed_error_32 -- "--correction-out $tmp/afile/c.json: cannot write into $tmp/afile" calibrate import-vidur "$vidur" --model meta-llama/Llama-2-7b-hf --gpu h100 --out "$tmp/vid.json" --correction-out "$tmp/afile/c.json"
 [[ -e "$tmp/vid.json" ]] && fail "import-vidur wrote --out, then failed on --correction-out"
+# The shape-aware block: only with profiles to fit it on, never over another output, and a GPU
+# file's block whose coefficients are not a roofline's is refused by field.
+timed_error_32 -- "--transfer-out $tmp/sa.json: nothing to write without --transfer-model" calibrate import-vidur "$vidur" --model meta-llama/Llama-2-7b-hf --gpu h100 --out "$tmp/vid.json" --transfer-out "$tmp/sa.json"
+timed_error_32 -- "--transfer-out $tmp/vid.json: the same file as --out" calibrate import-vidur "$vidur" --model meta-llama/Llama-2-7b-hf --gpu h100 --out "$tmp/vid.json" --transfer-model internlm/internlm-20b --transfer-model codellama/CodeLlama-34b-Instruct-hf --transfer-out "$tmp/vid.json"
+[[ -e "$tmp/vid.json" || -e "$tmp/sa.json" ]] && fail "a refused import-vidur wrote a file"
+/usr/bin/python3 - "$src/scenarios/gpus/h100.json" "$tmp/h100_overlap.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+g.pop("measured_calibration")
+g["shape_aware_correction"]["gemm_overlap"] = 2
+json.dump(g, open(sys.argv[2], "w"))
+PY
+timed_error_32 'shape_aware_correction.gemm_overlap: expected a number in \[0.0, 1.0\], got 2' predict --set gpu="$tmp/h100_overlap.json" --set model=moshi --set cost_model.type=shape_aware_roofline
+timed_error_32 'prices dense layers only' predict --set model=qwen3-omni-30b-a3b --set cost_model.type=shape_aware_roofline
+timed_error_32 '"a100": cost_model.type "shape_aware_roofline" needs the GPU file.s shape_aware_correction' predict --set gpu=a100 --set model=llama-3-8b --set cost_model.type=shape_aware_roofline
 # A profile whose mlp_up_proj is 0 in every row crashed Eigen's QR.
 mkdir -p "$tmp/zero_up"
 /usr/bin/python3 - "$vidur/h100/meta-llama/Llama-2-7b-hf/mlp.csv" "$tmp/zero_up/mlp.csv" <<'PY'
