@@ -1,4 +1,4 @@
-// A roofline correction meant to transfer across layer shapes (issue 32), fitted on several
+// A roofline correction meant to transfer across layer shapes, fitted on several
 // measured profiles of one GPU and judged on the ones it was not fitted on.
 //
 // The shipped correction (roofline_correction_fit.h), fitted on one 7B layer, missed larger layers

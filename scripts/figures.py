@@ -845,8 +845,8 @@ def quality_rows(t, quick):
     W, S = sp["window"], sp["sinks"]
     idx = {p["name"]: i for i, p in enumerate(q["perplexity"])}
     gen = {g["name"]: i for i, g in enumerate(q["generation"])}
-    # The paper's claim is qualitative; the numbers beside it are issue 14's reference run of the
-    # same model and text elsewhere (N = 4096, W = 256).
+    # The paper's claim is qualitative; the numbers beside it are a reference run of the same model
+    # and text outside this project (N = 4096, W = 256).
     claims = {"full": "baseline (reference run elsewhere, N = 4096: 20.2)",
               f"w{W}": "a window alone degrades once it passes the session start (elsewhere: 39.0)",
               f"s{S}w{W}": "a few sinks keep it close to full attention (elsewhere: 22.2 with 4)"}

@@ -26,7 +26,7 @@ done
 ((${#targets[@]})) || targets=(scenario sweep_spec hf_config calibration option)
 [[ -n $runs ]] || { ((time_limit > 0)) && runs=-1 || runs=3000; }
 
-# A value nested 60,000 levels deep crashed the loader once (issue 19); too long for -max_len, so it
+# A value nested 60,000 levels deep crashed the loader once; too long for -max_len, so it
 # is generated and run as a regression.
 deep=build-fuzz/generated/deep_nesting.json
 mkdir -p "$(dirname "$deep")"

@@ -100,7 +100,7 @@ std::string read_error(const std::string& path) {
   return "";
 }
 
-// A FIFO without a writer would block open() forever, /dev/zero would never end (issue 32): both
+// A FIFO without a writer would block open() forever, /dev/zero would never end: both
 // are refused before anything is opened, as is every other file that is not a regular one.
 TEST(JsonFile, InputsAreRegularFiles) {
   const std::string fifo = ::testing::TempDir() + "/metronome_fifo_" + std::to_string(::getpid());

@@ -1,6 +1,6 @@
 // The shape-aware roofline correction against Vidur's three measured H100 layers (7B, 20B, 34B;
 // results/vidur/h100): held out one profile at a time it must do what the shipped 7B-fitted
-// correction does not (issue 32), and say how far it may be trusted.
+// correction does not, and say how far it may be trusted.
 #include "calibrate/roofline_transfer_fit.h"
 
 #include <gtest/gtest.h>

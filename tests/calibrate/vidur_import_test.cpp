@@ -313,7 +313,7 @@ TEST(VidurImport, RefusesBadInputNamingFileAndColumn) {
   EXPECT_EQ(e, "");  // the catalog's llama-2-7b matches its tp 2 slice
 }
 
-// Issue 32: a column named twice was read from its first copy without a word.
+// A column named twice was read from its first copy without a word.
 TEST(VidurImport, DuplicateColumnIsRefused) {
   const std::string e = error_of(
       [] { CsvTable::parse("num_tokens,time_stats.add.median,num_tokens\n1,2,3\n", "p.csv"); });
@@ -322,7 +322,7 @@ TEST(VidurImport, DuplicateColumnIsRefused) {
             "once");
 }
 
-// Issue 32: a profile whose mlp_up_proj median is 0 in every row crashed Eigen's QR inside the
+// A profile whose mlp_up_proj median is 0 in every row crashed Eigen's QR inside the
 // roofline correction fit (all four parameters pinned, a matrix of no columns). The reader now
 // refuses the zero column, and the fit never solves for no parameters.
 TEST(VidurImport, ZeroOpColumnIsRefusedAndTheFitNeverCrashes) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fleets from the command line (issue 31): a one-replica fleet writes the single engine's run
+# Fleets from the command line: a one-replica fleet writes the single engine's run
 # folder byte for byte; a fleet run's files agree with each other and do not depend on -j; bad
 # fleet input exits 2 naming the file and field.
 #   fleet_cli_test.sh <metronome binary> <source dir>

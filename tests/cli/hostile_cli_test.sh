@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile input and failing disks, end to end (issue 19): every case is a clear error (exit 2
+# Hostile input and failing disks, end to end: every case is a clear error (exit 2
 # naming the file or option, the field and what was expected; nothing on stdout) or a correct run;
 # a full disk (/dev/full) is never exit 0; a killed rerun never leaves a folder that looks
 # complete; two writers never share a folder; sweeps are sized before they are expanded and stop
@@ -235,7 +235,7 @@ timed_error 'cannot open the calibration file' replay --scenario "$rs" --calibra
 timed_error 'cal_1e308.json: fit.terms\[0\].coefficient' replay --scenario "$rs" --calibration "$tmp/cal_1e308.json" --set horizon_s=60
 timed_error -- "--out $tmp/afile: is a file" replay --scenario "$rs" --set horizon_s=60 --out "$tmp/afile"
 
-# --- Issue 32: hostile inputs, output safety, wrong numbers
+# --- Hostile inputs, output safety, wrong numbers (an outside audit)
 # timed_error_32 <regex> <args...>: expect_error within 20 s (a FIFO used to block open() forever).
 timed_error_32() {
   local start=$(date +%s%N)

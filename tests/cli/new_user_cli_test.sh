@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A new user's first hour (issue 16): bring your own model (a model file, a HuggingFace
+# A new user's first hour: bring your own model (a model file, a HuggingFace
 # config.json), overrides that survive a model swap, errors that name their file and suggest the
 # nearest valid name, exit status 2 for every usage error, replay that needs --scenario.
 #   new_user_cli_test.sh <metronome binary> <source dir>

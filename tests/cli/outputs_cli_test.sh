@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Consistent outputs (issue 16, docs/outputs.md): durations against a frame in ms and run-clock
+# Consistent outputs (docs/outputs.md): durations against a frame in ms and run-clock
 # times in s, numbers at 6 significant digits, one name per quantity across summary.json,
 # timeseries.csv, sweep rows and the trace, goodput as frames on time per second; vLLM's names
 # max_num_seqs and kv_cache_dtype with their aliases, conflicts and bad values (exit 2).

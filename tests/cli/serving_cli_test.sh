@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Answers a user can act on (issue 35, items 5 and 8): the cost model chosen by default and why,
+# Answers a user can act on: the cost model chosen by default and why,
 # TTFT and time per output token beside frame latency, a run's time series under vLLM's
 # Prometheus names, `metronome list`, and `make_figures.sh --only N`.
 #   serving_cli_test.sh <metronome binary> <source dir>

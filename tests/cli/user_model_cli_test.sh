@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A user's own model and traffic (issue 35): the silent traps a user met with a Qwen2.5-7B-based
+# A user's own model and traffic: the silent traps a user met with a Qwen2.5-7B-based
 # speech model on one H200, 200 callers, 1 s frames of 30 input and 10 output tokens. Each check
 # is one trap: the GPU's memory as the device reports it and vLLM's own block count, KV tokens per
 # frame inherited from the default scenario, a token budget the frame scheduler ignores, units and

@@ -6,7 +6,7 @@
 namespace metronome::quality {
 namespace {
 
-// Issue 32: --from at or past N leaves [from, N) empty; the JSON said "ppl_from": 0.0.
+// --from at or past N leaves [from, N) empty; the JSON said "ppl_from": 0.0.
 TEST(QualityRun, EmptyRangeHasNullPerplexity) {
   QualityResult r;
   PerplexityResult full;

@@ -44,7 +44,7 @@ TEST(Admission, WindowedAimdSettlesInABandBelowTheMemoryCapWithoutStalling) {
   EXPECT_LT(r.reported_latency.percentile(0.99), s.workload.deadline());
 }
 
-// A user's run (issue 35): Qwen2.5-Omni-7B on an H200, 1 s frames of 30 in and 10 out, W = 480,
+// A user's run: Qwen2.5-Omni-7B on an H200, 1 s frames of 30 in and 10 out, W = 480,
 // Poisson callers at 5/s staying all run. Latency read at most 740 ms (under the 800 ms headroom
 // bound) right up to the line where the engine stops keeping full-step pace, then grew without
 // bound; callers are never evicted, so AIMD had admitted 1028 and 22-82% of frames were late.
@@ -91,7 +91,7 @@ TEST(Admission, UnboundedAimdOverAdmitsAndStalls) {
   EXPECT_FALSE(w.crashed());
 }
 
-// Issue 32: an AIMD run that never raised its cap measured no concurrency (N* is where it started
+// An AIMD run that never raised its cap measured no concurrency (N* is where it started
 // or below): it is flagged "never_raised", with the reason, as a stall or a collapse is.
 TEST(Admission, AimdThatNeverRaisesItsCapIsFlaggedWithAReason) {
   // A 2 ms deadline: every interval is congested, the cap only ever falls from 16.

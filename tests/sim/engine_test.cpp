@@ -243,7 +243,7 @@ TEST(Engine, RandomScenariosKeepInvariants) {
 namespace metronome {
 namespace {
 
-// Issue 12's reproduction: the batch cap (2) ends a retry pass early after a hang-up frees about 19
+// A reproduction: the batch cap (2) ends a retry pass early after a hang-up frees about 19
 // blocks; the stalled frames behind the cap must be retried at the next step, not at the next
 // release of blocks. 412 frames are served by an engine that retries (an independent model's
 // count); the old retry rule served 371.
@@ -290,7 +290,7 @@ TEST(Engine, VllmDeliverySpreadSplitsBatchesAndKeepsTheBooks) {
   EXPECT_EQ(run_result_json(simulate(spread)).dump(), run_result_json(b).dump());
 }
 
-// Issue 32: one call of 0.1 s with 20 ms frames has 5 frames (at 0, 20, ..., 80 ms), whatever the
+// One call of 0.1 s with 20 ms frames has 5 frames (at 0, 20, ..., 80 ms), whatever the
 // horizon past its last frame. A hang-up exactly at the horizon used to count the instant of the
 // hang-up as a sixth, silent frame (5 due at horizon 0.09 s, 6 with 1 silent at 0.1 s, 5 at
 // 0.11 s).

@@ -61,7 +61,7 @@ TEST(EventQueue, StepDoneSlotKeepsTheTotalOrder) {
 
 // from_seconds gives llround's nanoseconds (halves away from zero) without calling it: at exact
 // halves, next to them and across magnitudes.
-// Issue 32: stale departures are dropped without changing the order of the rest.
+// Stale departures are dropped without changing the order of the rest.
 TEST(EventQueue, RemoveIfKeepsTheOrderOfTheRest) {
   EventQueue a, b;
   std::mt19937_64 rng(7);

@@ -65,7 +65,7 @@ TEST(Hostile, HorizonOfDaysAt80ms) {
                          "workload.duration={\"type\":\"fixed\",\"seconds\":172800}"}));
   EXPECT_FALSE(r.crashed());
   EXPECT_EQ(r.frames_served, 50 * (172800 * 25 / 2));  // 12.5 frames/s, all served
-  // 1e8 s of 80 ms frames is 1.25e9 frame periods, each an engine step: refused (issue 32).
+  // 1e8 s of 80 ms frames is 1.25e9 frame periods, each an engine step: refused.
   expect_config_error([] { moshi(50, "windowed", {"horizon_s=1e8"}); },
                       "horizon_s: expected at most 1e8 frame periods");
   expect_config_error([] { moshi(50, "windowed", {"horizon_s=2e7", "workload.frame_period_s=1"}); },
