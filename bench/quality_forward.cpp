@@ -2,6 +2,7 @@
 // bench/quality_forward.sh.
 //   quality_forward MODEL.gguf TEXT.txt [--threads N] [--tokens N] [--chunk N] [--reps N]
 //                   [--isa AVX2+FMA|AVX-512|scalar]   (default: the widest the CPU has)
+//                   [--wide-decode]   (decode on the float panels, not the block codes)
 // Prints one JSON object on stdout:
 //   prefill: one sequence, unbounded KV, fed `chunk` tokens a step up to `tokens` (what a
 //     perplexity run does; logits of every token), tokens/s as the median of `reps` runs;
@@ -90,8 +91,18 @@ int main(int argc, char** argv) {
   int threads = 2, reps = 3;
   std::string isa;
   int64_t tokens = 512, chunk = 64;
-  for (int i = 3; i + 1 < argc; i += 2) {
+  bool narrow = true;
+  for (int i = 3; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--wide-decode") {
+      narrow = false;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "quality_forward: " << a << " needs a value\n";
+      return 2;
+    }
     if (a == "--isa") {
       isa = argv[i + 1];
       continue;
@@ -114,6 +125,7 @@ int main(int argc, char** argv) {
     std::cerr << "quality_forward: --isa " << isa << " is not available here\n";
     return 2;
   }
+  q::use_narrow_products(narrow);
   const q::GgufFile gguf(argv[1]);
   const q::LlamaModel model(gguf);
   const q::BpeTokenizer tok(gguf);
@@ -208,6 +220,7 @@ int main(int argc, char** argv) {
                            {"chunk", chunk},
                            {"tokens", tokens},
                            {"isa", q::packed_matrix_isa()},
+                           {"decode_on_block_codes", narrow},
                            {"weight_flop_per_token", flop_per_token},
                            {"prefill_tokens_per_s", median(pf)},
                            {"decode_tokens_per_s", median(dc)},

@@ -90,6 +90,38 @@ uint16_t read_u16(const std::byte* p) {
 
 }  // namespace
 
+bool has_block_codes(GgmlType type) {
+  return type == GgmlType::kQ4_0 || type == GgmlType::kQ4_1 || type == GgmlType::kQ8_0;
+}
+
+void block_codes(GgmlType type, std::span<const std::byte> raw, std::span<BlockCodes> out) {
+  const auto n = static_cast<int64_t>(out.size());
+  if (!has_block_codes(type) || static_cast<int64_t>(raw.size()) != ggml_bytes(type, 32 * n)) {
+    throw std::invalid_argument("block_codes: " + std::to_string(raw.size()) + " bytes for " +
+                                std::to_string(n) + " blocks of " +
+                                ggml_type_name(static_cast<uint32_t>(type)));
+  }
+  const std::byte* p = raw.data();
+  const int64_t stride = ggml_block_bytes(type);
+  for (int64_t b = 0; b < n; ++b, p += stride) {
+    BlockCodes& c = out[static_cast<size_t>(b)];
+    c.d = half_to_float(read_u16(p));
+    if (type == GgmlType::kQ8_0) {
+      c.m = 0;
+      for (int j = 0; j < 32; ++j) c.q[j] = static_cast<int8_t>(p[2 + j]);
+      continue;
+    }
+    const bool offset = type == GgmlType::kQ4_1;
+    c.m = offset ? half_to_float(read_u16(p + 2)) : -8.f * c.d;
+    const std::byte* q = p + (offset ? 4 : 2);
+    for (int j = 0; j < 16; ++j) {
+      const auto byte = static_cast<uint8_t>(q[j]);
+      c.q[j] = static_cast<int8_t>(byte & 0xF);
+      c.q[16 + j] = static_cast<int8_t>(byte >> 4);
+    }
+  }
+}
+
 void dequantize(GgmlType type, std::span<const std::byte> raw, std::span<float> out) {
   const int64_t n = static_cast<int64_t>(out.size());
   if (static_cast<int64_t>(raw.size()) != ggml_bytes(type, n)) {

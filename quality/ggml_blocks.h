@@ -32,4 +32,18 @@ float half_to_float(uint16_t h);
 // out.size() values from the raw bytes (exactly ggml_bytes(type, out.size()) of them).
 void dequantize(GgmlType type, std::span<const std::byte> raw, std::span<float> out);
 
+// A block of 32 values as codes: value[j] = fma(d, q[j], m), equal bit for bit to dequantize()'s
+// value (d * q is exact in float: an 11-bit half times an integer of at most 8 bits, so the add is
+// the only rounding, fused or not). Q8_0: m = 0 and q its int8; Q4_0: q the nibble, m = -8 d;
+// Q4_1: q the nibble and its m. A decode step reads these (1.25 bytes a value) instead of the
+// dequantized floats (4 bytes): PackedMatrix's narrow product.
+struct BlockCodes {
+  float d = 0, m = 0;
+  int8_t q[32] = {};
+};
+// True for the block types (Q4_0, Q4_1, Q8_0).
+bool has_block_codes(GgmlType type);
+// One entry per 32 values of the raw bytes (exactly ggml_bytes(type, 32 out.size()) of them).
+void block_codes(GgmlType type, std::span<const std::byte> raw, std::span<BlockCodes> out);
+
 }  // namespace metronome::quality

@@ -217,7 +217,18 @@ const GgufTensor& GgufFile::tensor(const std::string& name) const {
   return it->second;
 }
 
-std::vector<float> GgufFile::floats(const std::string& name,
+std::vector<BlockCodes> GgufFile::codes(const std::string& name,
+                                        const std::vector<int64_t>& dims) const {
+  const GgufTensor& t = checked(name, dims);
+  const auto type = static_cast<GgmlType>(t.type);
+  if (!has_block_codes(type)) return {};
+  std::vector<BlockCodes> out(static_cast<size_t>(t.values() / 32));
+  const auto bytes = static_cast<size_t>(ggml_bytes(type, t.values()));
+  block_codes(type, std::span<const std::byte>(bytes_.data() + data_start_ + t.offset, bytes), out);
+  return out;
+}
+
+const GgufTensor& GgufFile::checked(const std::string& name,
                                     const std::vector<int64_t>& dims) const {
   const GgufTensor& t = tensor(name);
   if (t.dims != dims) {
@@ -228,6 +239,12 @@ std::vector<float> GgufFile::floats(const std::string& name,
     throw ConfigError(path_ + ": tensor " + name + " is " + ggml_type_name(t.type) +
                       ", expected F32, F16, Q4_0, Q4_1 or Q8_0");
   }
+  return t;
+}
+
+std::vector<float> GgufFile::floats(const std::string& name,
+                                    const std::vector<int64_t>& dims) const {
+  const GgufTensor& t = checked(name, dims);
   const auto type = static_cast<GgmlType>(t.type);
   std::vector<float> out(static_cast<size_t>(t.values()));
   const auto bytes = static_cast<size_t>(ggml_bytes(type, t.values()));

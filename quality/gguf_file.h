@@ -50,9 +50,15 @@ class GgufFile {
   const GgufTensor& tensor(const std::string& name) const;
   // The tensor as floats, row-major with dims[0] fastest; its dims must equal `dims` (ConfigError).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& dims) const;
+  // The same tensor's blocks as codes (ggml_blocks.h), one per 32 values in the same order; empty
+  // when its type has none (F32, F16).
+  std::vector<BlockCodes> codes(const std::string& name, const std::vector<int64_t>& dims) const;
   const std::map<std::string, GgufTensor>& tensors() const { return tensors_; }
 
  private:
+  // The tensor, its dims equal to `dims` and its type readable (ConfigError otherwise).
+  const GgufTensor& checked(const std::string& name, const std::vector<int64_t>& dims) const;
+
   std::string path_;
   std::vector<std::byte> bytes_;
   size_t data_start_ = 0;

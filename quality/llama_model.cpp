@@ -166,30 +166,37 @@ int32_t KvBatch::blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int3
 LlamaModel::LlamaModel(const GgufFile& g) : c_(LlamaConfig::from_gguf(g)) {
   fix_product_blocking();
   const int64_t h = c_.hidden, f = c_.ffn, kvd = int64_t{c_.kv_heads} * c_.head_dim;
-  {
-    const std::vector<float> e = g.floats("token_embd.weight", {h, c_.vocab});
-    if (c_.tied_embeddings) {
-      output_ = PackedMatrix(e, c_.vocab, h);
-    } else {
-      embed_ = PackedMatrix(e, c_.vocab, h);
-      output_ = PackedMatrix(g.floats("output.weight", {h, c_.vocab}), c_.vocab, h);
+  // Each matrix with its block codes where the file has them: decode steps read those.
+  const auto matrix = [&](const std::string& name, int64_t n, int64_t k) {
+    return PackedMatrix(g.floats(name, {k, n}), n, k, g.codes(name, {k, n}));
+  };
+  const auto stacked = [&](const std::vector<std::string>& names, const std::vector<int64_t>& ns,
+                           int64_t k) {
+    std::vector<std::vector<float>> w;
+    std::vector<std::vector<BlockCodes>> codes;
+    for (size_t i = 0; i < names.size(); ++i) {
+      w.push_back(g.floats(names[i], {k, ns[i]}));
+      codes.push_back(g.codes(names[i], {k, ns[i]}));
     }
+    return PackedMatrix::stack({w.begin(), w.end()}, ns, k, {codes.begin(), codes.end()});
+  };
+  if (c_.tied_embeddings) {
+    output_ = matrix("token_embd.weight", c_.vocab, h);
+  } else {
+    embed_ = matrix("token_embd.weight", c_.vocab, h);
+    output_ = matrix("output.weight", c_.vocab, h);
   }
   out_norm_ = g.floats("output_norm.weight", {h});
   for (int32_t l = 0; l < c_.layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer L;
     L.attn_norm = g.floats(p + "attn_norm.weight", {h});
-    const std::vector<float> wq = g.floats(p + "attn_q.weight", {h, h}),
-                             wk = g.floats(p + "attn_k.weight", {h, kvd}),
-                             wv = g.floats(p + "attn_v.weight", {h, kvd});
-    L.qkv = PackedMatrix::stack({wq, wk, wv}, {h, kvd, kvd}, h);
-    L.wo = PackedMatrix(g.floats(p + "attn_output.weight", {h, h}), h, h);
+    L.qkv =
+        stacked({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {h, kvd, kvd}, h);
+    L.wo = matrix(p + "attn_output.weight", h, h);
     L.ffn_norm = g.floats(p + "ffn_norm.weight", {h});
-    const std::vector<float> wg = g.floats(p + "ffn_gate.weight", {h, f}),
-                             wu = g.floats(p + "ffn_up.weight", {h, f});
-    L.gate_up = PackedMatrix::stack({wg, wu}, {f, f}, h);
-    L.wd = PackedMatrix(g.floats(p + "ffn_down.weight", {f, h}), h, f);
+    L.gate_up = stacked({p + "ffn_gate.weight", p + "ffn_up.weight"}, {f, f}, h);
+    L.wd = matrix(p + "ffn_down.weight", h, f);
     layers_.push_back(std::move(L));
   }
   for (int32_t i = 0; i < c_.head_dim / 2; ++i) {

@@ -13,12 +13,20 @@
 // width (AVX-512, AVX2 or the scalar fallback), the thread count and the other rows of the batch
 // change which lane or thread computes an output, never its chain: a row's result is the same
 // bytes whether it is multiplied alone or with 800 others, on any of those paths.
+//
+// A decode step multiplies a few rows: then every weight is read for a handful of FMAs and the
+// product waits on memory. A matrix built with its GGUF block codes (ggml_blocks.h) keeps them too,
+// in the same panels (per 32 inputs: each column's d and m, then 32 x 32 one-byte codes: 1.25
+// bytes a weight against 4), and a product of at most kNarrowRows rows reads those, rebuilding
+// each weight as fma(d, q, m), the dequantized float bit for bit, in the same chain.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "quality/ggml_blocks.h"
 
 namespace metronome::quality {
 
@@ -27,14 +35,21 @@ class Workers;
 class PackedMatrix {
  public:
   static constexpr int64_t kPanel = 32;
+  // Products of at most this many rows read the block codes where the matrix has them.
+  static constexpr int64_t kNarrowRows = 4;
 
   PackedMatrix() = default;
-  // w: [n, k] row-major.
-  PackedMatrix(std::span<const float> w, int64_t n, int64_t k);
+  // w: [n, k] row-major; codes: w's blocks (n k / 32, row by row) or empty.
+  PackedMatrix(std::span<const float> w, int64_t n, int64_t k,
+               std::span<const BlockCodes> codes = {});
   // Rows of several matrices of equal k stacked into one [sum of n, k] (e.g. Wq, Wk, Wv): one
-  // product for all, each output computed exactly as by its own matrix.
+  // product for all, each output computed exactly as by its own matrix. `codes`: one per matrix,
+  // or empty; the narrow layout is kept only when every matrix has codes and k is a multiple of 32.
   static PackedMatrix stack(const std::vector<std::span<const float>>& ws,
-                            const std::vector<int64_t>& ns, int64_t k);
+                            const std::vector<int64_t>& ns, int64_t k,
+                            const std::vector<std::span<const BlockCodes>>& codes = {});
+  // Whether products of few rows read block codes.
+  bool narrow() const { return !codes_.empty(); }
 
   int64_t rows() const { return n_; }  // n: outputs
   int64_t cols() const { return k_; }  // k: inputs
@@ -50,7 +65,9 @@ class PackedMatrix {
 
  private:
   int64_t n_ = 0, k_ = 0, panels_ = 0;
-  std::vector<float> data_;  // [panels, k, kPanel]
+  std::vector<float> data_;    // [panels, k, kPanel]
+  std::vector<float> scales_;  // [panels, k / 32, 2, kPanel]: each column's d, then its m
+  std::vector<int8_t> codes_;  // [panels, k, kPanel]
 };
 
 // The instruction set multiply() runs on here: "AVX-512", "AVX2+FMA" or "scalar" (the same bytes
@@ -60,5 +77,8 @@ const char* packed_matrix_isa();
 // compare the paths' bytes and for benchmarks that compare one instruction set against another.
 // False (nothing changed) for a path this CPU or build lacks. Not for use while a product runs.
 bool use_packed_matrix_isa(const std::string& isa);
+// Off: every product reads the float panels, as before block codes were kept (the same bytes, by
+// construction): for benchmarks that compare the two. Not for use while a product runs.
+void use_narrow_products(bool on);
 
 }  // namespace metronome::quality

@@ -81,6 +81,74 @@ TEST_P(PackedMatrixIsa, EqualsTheFmaChainBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Paths, PackedMatrixIsa,
                          ::testing::Values("scalar", "AVX2+FMA", "AVX-512"));
 
+// Random raw blocks of a ggml type: real halves for d and m (scales of a trained layer's size),
+// random codes. n k / 32 blocks, row by row.
+std::vector<std::byte> random_blocks(GgmlType type, int64_t values, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::byte> raw(static_cast<size_t>(ggml_bytes(type, values)));
+  for (auto& b : raw) b = static_cast<std::byte>(rng() & 0xFF);
+  const int64_t stride = ggml_block_bytes(type);
+  for (int64_t b = 0; b < values / 32; ++b) {
+    // Halves with exponent 10-14 (about 2^-5 to 2^-1), either sign: finite, normal.
+    for (int h = 0; h < (type == GgmlType::kQ4_1 ? 2 : 1); ++h) {
+      const auto half =
+          static_cast<uint16_t>((rng() & 0x8000u) | ((10u + rng() % 5) << 10) | (rng() & 0x3FFu));
+      std::memcpy(raw.data() + b * stride + 2 * h, &half, 2);
+    }
+  }
+  return raw;
+}
+
+// The narrow product (few rows, weights rebuilt from block codes) gives the wide product's bytes:
+// the same weights (fma(d, q, m) equals the dequantized float) in the same chain, on every path,
+// for each block type, with partial panels and several matrices stacked.
+TEST_P(PackedMatrixIsa, NarrowProductFromBlockCodesEqualsTheWideOne) {
+  for (const GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0}) {
+    const int64_t k = 96, na = 45, nb = 19;
+    const auto raw_a = random_blocks(type, na * k, 7), raw_b = random_blocks(type, nb * k, 8);
+    std::vector<float> wa(static_cast<size_t>(na * k)), wb(static_cast<size_t>(nb * k));
+    dequantize(type, raw_a, wa);
+    dequantize(type, raw_b, wb);
+    std::vector<BlockCodes> ca(static_cast<size_t>(na * k / 32)),
+        cb(static_cast<size_t>(nb * k / 32));
+    block_codes(type, raw_a, ca);
+    block_codes(type, raw_b, cb);
+    for (size_t i = 0; i < wa.size(); ++i) {
+      const BlockCodes& c = ca[i / 32];
+      ASSERT_EQ(std::fma(c.d, static_cast<float>(c.q[i % 32]), c.m), wa[i]) << i;
+    }
+    const PackedMatrix wide = PackedMatrix::stack({wa, wb}, {na, nb}, k);
+    const PackedMatrix narrow = PackedMatrix::stack({wa, wb}, {na, nb}, k, {ca, cb});
+    ASSERT_FALSE(wide.narrow());
+    ASSERT_TRUE(narrow.narrow());
+    const int64_t n = na + nb;
+    for (int64_t m = 1; m <= PackedMatrix::kNarrowRows; ++m) {
+      const auto x = random_values(static_cast<size_t>(m * k), 9 + static_cast<uint32_t>(m));
+      for (const int threads : {1, 3}) {
+        Workers workers(threads);
+        std::vector<float> yw(static_cast<size_t>(m * n)), yn(yw.size(), std::nanf(""));
+        wide.multiply(x.data(), k, m, yw.data(), n, workers);
+        narrow.multiply(x.data(), k, m, yn.data(), n, workers);
+        EXPECT_EQ(std::memcmp(yw.data(), yn.data(), yw.size() * sizeof(float)), 0)
+            << GetParam() << " " << ggml_type_name(static_cast<uint32_t>(type)) << " m=" << m
+            << " threads=" << threads;
+      }
+    }
+  }
+}
+
+TEST(PackedMatrix, NarrowLayoutOnlyWithEveryMatrixCodedAndWholeBlocks) {
+  const auto raw = random_blocks(GgmlType::kQ8_0, 40 * 64, 3);
+  std::vector<float> w(40 * 64);
+  dequantize(GgmlType::kQ8_0, raw, w);
+  std::vector<BlockCodes> c(40 * 2);
+  block_codes(GgmlType::kQ8_0, raw, c);
+  EXPECT_TRUE(PackedMatrix(w, 40, 64, c).narrow());
+  EXPECT_FALSE(PackedMatrix::stack({w, w}, {40, 40}, 64, {c, {}}).narrow());
+  EXPECT_THROW(PackedMatrix(w, 40, 64, std::span<const BlockCodes>(c).first(79)),
+               std::invalid_argument);
+}
+
 TEST(PackedMatrix, StackedMatricesGiveEachItsOwnProduct) {
   const Case a{9, 20, 24}, b{9, 7, 24};
   const auto x = random_values(static_cast<size_t>(a.m * a.k), 3);
