@@ -77,6 +77,22 @@ void narrow_scalar(const float* x, int64_t ldx, int64_t rows, const float* scale
 }
 
 #if METRONOME_X86_SIMD
+// MR rows of a half panel's two accumulators into y, the columns past ncols left alone.
+template <int MR>
+void store_rows_avx2(const __m256* lo, const __m256* hi, float* y, int64_t ldy, int64_t ncols) {
+  for (int r = 0; r < MR; ++r) {
+    if (ncols >= 16) {
+      _mm256_storeu_ps(y + r * ldy, lo[r]);
+      _mm256_storeu_ps(y + r * ldy + 8, hi[r]);
+    } else {
+      alignas(32) float t[16];
+      _mm256_store_ps(t, lo[r]);
+      _mm256_store_ps(t + 8, hi[r]);
+      std::copy_n(t, ncols, y + r * ldy);
+    }
+  }
+}
+
 // MR rows x 16 columns (half a panel: `panel` points at the half, its rows kP floats apart) in
 // 2 MR ymm accumulators (MR = 6: 12 accumulators, 2 weight registers and a broadcast fill AVX2's
 // 16 registers), one FMA per weight and row and step of j. The accumulators are named variables,
@@ -103,16 +119,33 @@ void tile_avx2(const float* x, int64_t ldx, const float* panel, int64_t k, float
     if constexpr (MR > 5) row(5, a5, b5);
   }
   const __m256 lo[6] = {a0, a1, a2, a3, a4, a5}, hi[6] = {b0, b1, b2, b3, b4, b5};
+  store_rows_avx2<MR>(lo, hi, y, ldy, ncols);
+}
+
+// One step of a chain for MR rows against a panel's two halves of weights, and the rows' store
+// (masked to the panel's columns): shared by the float panels' and the block codes' kernels.
+template <int MR>
+__attribute__((target("avx512f"), always_inline)) inline void fma_rows_avx512(
+    const float* x, int64_t ldx, int64_t j, __m512 w0, __m512 w1, __m512 (&lo)[MR],
+    __m512 (&hi)[MR]) {
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
-    if (ncols == 16) {
-      _mm256_storeu_ps(y + r * ldy, lo[r]);
-      _mm256_storeu_ps(y + r * ldy + 8, hi[r]);
-    } else {
-      alignas(32) float t[16];
-      _mm256_store_ps(t, lo[r]);
-      _mm256_store_ps(t + 8, hi[r]);
-      std::copy_n(t, ncols, y + r * ldy);
-    }
+    const __m512 xv = _mm512_set1_ps(x[r * ldx + j]);
+    lo[r] = _mm512_fmadd_ps(xv, w0, lo[r]);
+    hi[r] = _mm512_fmadd_ps(xv, w1, hi[r]);
+  }
+}
+
+template <int MR>
+__attribute__((target("avx512f"), always_inline)) inline void store_rows_avx512(
+    const __m512 (&lo)[MR], const __m512 (&hi)[MR], float* y, int64_t ldy, int64_t ncols) {
+  const auto lanes = [](int64_t n) {
+    return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
+  };
+  const __mmask16 mlo = lanes(ncols), mhi = lanes(ncols - 16);
+  for (int r = 0; r < MR; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy, mlo, lo[r]);
+    _mm512_mask_storeu_ps(y + r * ldy + 16, mhi, hi[r]);
   }
 }
 
@@ -127,22 +160,10 @@ __attribute__((target("avx512f"))) void tile_avx512(const float* x, int64_t ldx,
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
   for (int64_t j = 0; j < k; ++j) {
-    const __m512 w0 = _mm512_loadu_ps(panel + j * kP), w1 = _mm512_loadu_ps(panel + j * kP + 16);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const __m512 xv = _mm512_set1_ps(x[r * ldx + j]);
-      lo[r] = _mm512_fmadd_ps(xv, w0, lo[r]);
-      hi[r] = _mm512_fmadd_ps(xv, w1, hi[r]);
-    }
+    fma_rows_avx512<MR>(x, ldx, j, _mm512_loadu_ps(panel + j * kP),
+                        _mm512_loadu_ps(panel + j * kP + 16), lo, hi);
   }
-  const auto lanes = [](int64_t n) {
-    return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
-  };
-  const __mmask16 mlo = lanes(ncols), mhi = lanes(ncols - 16);
-  for (int r = 0; r < MR; ++r) {
-    _mm512_mask_storeu_ps(y + r * ldy, mlo, lo[r]);
-    _mm512_mask_storeu_ps(y + r * ldy + 16, mhi, hi[r]);
-  }
+  store_rows_avx512<MR>(lo, hi, y, ldy, ncols);
 }
 
 // The narrow product on AVX2: MR rows (at most 4) x 16 columns (`h` the half), 8 accumulators, the
@@ -178,12 +199,7 @@ void narrow_avx2(const float* x, int64_t ldx, const float* scales, const int8_t*
     }
   }
   const __m256 lo[4] = {a0, a1, a2, a3}, hi[4] = {b0, b1, b2, b3};
-  for (int r = 0; r < MR; ++r) {
-    alignas(32) float t[16];
-    _mm256_store_ps(t, lo[r]);
-    _mm256_store_ps(t + 8, hi[r]);
-    std::copy_n(t, std::min<int64_t>(16, ncols), y + r * ldy);
-  }
+  store_rows_avx2<MR>(lo, hi, y, ldy, ncols);
 }
 
 // The narrow product on AVX-512: MR rows (at most 4) x the whole panel.
@@ -209,22 +225,10 @@ __attribute__((target("avx512f"))) void narrow_avx512(const float* x, int64_t ld
                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
                                             reinterpret_cast<const __m128i*>(q + 16)))),
                                         m1);
-#pragma GCC unroll 4
-      for (int r = 0; r < MR; ++r) {
-        const __m512 xv = _mm512_set1_ps(x[r * ldx + j]);
-        lo[r] = _mm512_fmadd_ps(xv, w0, lo[r]);
-        hi[r] = _mm512_fmadd_ps(xv, w1, hi[r]);
-      }
+      fma_rows_avx512<MR>(x, ldx, j, w0, w1, lo, hi);
     }
   }
-  const auto lanes = [](int64_t n) {
-    return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
-  };
-  const __mmask16 mlo = lanes(ncols), mhi = lanes(ncols - 16);
-  for (int r = 0; r < MR; ++r) {
-    _mm512_mask_storeu_ps(y + r * ldy, mlo, lo[r]);
-    _mm512_mask_storeu_ps(y + r * ldy + 16, mhi, hi[r]);
-  }
+  store_rows_avx512<MR>(lo, hi, y, ldy, ncols);
 }
 
 // A panel 16 columns at a time: AVX2's 16 registers hold 6 rows of half a panel.
