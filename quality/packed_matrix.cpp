@@ -93,6 +93,13 @@ void store_rows_avx2(const __m256* lo, const __m256* hi, float* y, int64_t ldy, 
   }
 }
 
+// One row's step of a chain against a half panel's two weight vectors.
+inline void fma_row_avx2(const float* x, __m256 w0, __m256 w1, __m256& lo, __m256& hi) {
+  const __m256 xv = _mm256_broadcast_ss(x);
+  lo = _mm256_fmadd_ps(xv, w0, lo);
+  hi = _mm256_fmadd_ps(xv, w1, hi);
+}
+
 // MR rows x 16 columns (half a panel: `panel` points at the half, its rows kP floats apart) in
 // 2 MR ymm accumulators (MR = 6: 12 accumulators, 2 weight registers and a broadcast fill AVX2's
 // 16 registers), one FMA per weight and row and step of j. The accumulators are named variables,
@@ -107,9 +114,7 @@ void tile_avx2(const float* x, int64_t ldx, const float* panel, int64_t k, float
   for (int64_t j = 0; j < k; ++j) {
     const __m256 w0 = _mm256_loadu_ps(panel + j * kP), w1 = _mm256_loadu_ps(panel + j * kP + 8);
     const auto row = [&](int r, __m256& lo, __m256& hi) {
-      const __m256 xv = _mm256_broadcast_ss(x + r * ldx + j);
-      lo = _mm256_fmadd_ps(xv, w0, lo);
-      hi = _mm256_fmadd_ps(xv, w1, hi);
+      fma_row_avx2(x + r * ldx + j, w0, w1, lo, hi);
     };
     row(0, a0, b0);
     if constexpr (MR > 1) row(1, a1, b1);
@@ -188,9 +193,7 @@ void narrow_avx2(const float* x, int64_t ldx, const float* scales, const int8_t*
                                             reinterpret_cast<const __m128i*>(q + 8)))),
                                         m1);
       const auto row = [&](int r, __m256& lo, __m256& hi) {
-        const __m256 xv = _mm256_broadcast_ss(x + r * ldx + j);
-        lo = _mm256_fmadd_ps(xv, w0, lo);
-        hi = _mm256_fmadd_ps(xv, w1, hi);
+        fma_row_avx2(x + r * ldx + j, w0, w1, lo, hi);
       };
       row(0, a0, b0);
       if constexpr (MR > 1) row(1, a1, b1);
