@@ -204,14 +204,15 @@ LlamaModel::LlamaModel(const GgufFile& g) : c_(LlamaConfig::from_gguf(g)) {
   }
 }
 
-std::vector<float> LlamaModel::step(KvBatch& kv,
-                                    const std::vector<std::vector<int32_t>>& tokens) const {
+const std::vector<float>& LlamaModel::step(KvBatch& kv,
+                                           const std::vector<std::vector<int32_t>>& tokens) const {
   Workers one(1);
   return step(kv, tokens, one);
 }
 
-std::vector<float> LlamaModel::step(KvBatch& kv, const std::vector<std::vector<int32_t>>& tokens,
-                                    Workers& workers) const {
+const std::vector<float>& LlamaModel::step(KvBatch& kv,
+                                           const std::vector<std::vector<int32_t>>& tokens,
+                                           Workers& workers) const {
   const int32_t ns = kv.size();
   if (static_cast<int32_t>(tokens.size()) != ns) {
     throw std::invalid_argument("LlamaModel::step: one token list per sequence");
@@ -266,9 +267,25 @@ std::vector<float> LlamaModel::step(KvBatch& kv, const std::vector<std::vector<i
   const int64_t nqkv = h + 2 * kvd, half = c_.head_dim / 2;
   const bool any_sink_rope = pos_sink != pos;
   const auto sz = [](int64_t n) { return static_cast<size_t>(n); };
-  std::vector<float> x(sz(T * h)), hn(sz(T * h)), qkv(sz(T * nqkv)), q(sz(T * h)),
-      qs(any_sink_rope ? sz(T * h) : 0), k(sz(T * kvd)), v(sz(T * kvd)), att(sz(T * h)),
-      tmp(sz(T * h)), gu(sz(T * 2 * f)), act(sz(T * f));
+  // Every element of these is written before it is read (their contents from the last step never
+  // show), so they are only sized.
+  auto& w = kv.scratch_;
+  for (auto [buf, n] : {std::pair{&w.x, T * h},
+                        {&w.hn, T * h},
+                        {&w.qkv, T * nqkv},
+                        {&w.q, T * h},
+                        {&w.qs, any_sink_rope ? T * h : 0},
+                        {&w.k, T * kvd},
+                        {&w.v, T * kvd},
+                        {&w.att, T * h},
+                        {&w.tmp, T * h},
+                        {&w.gu, T * 2 * f},
+                        {&w.act, T * f},
+                        {&w.logits, T * c_.vocab}}) {
+    buf->resize(sz(n));
+  }
+  auto &x = w.x, &hn = w.hn, &qkv = w.qkv, &q = w.q, &qs = w.qs, &k = w.k, &v = w.v, &att = w.att,
+       &tmp = w.tmp, &gu = w.gu, &act = w.act;
   const PackedMatrix& embed = c_.tied_embeddings ? output_ : embed_;
   for (int64_t r = 0; r < T; ++r) {
     for (int64_t j = 0; j < h; ++j) x[sz(r * h + j)] = embed.at(ids[sz(r)], j);
@@ -328,11 +345,10 @@ std::vector<float> LlamaModel::step(KvBatch& kv, const std::vector<std::vector<i
     for (int64_t j = 0; j < h; ++j) x[sz(r * h + j)] += tmp[sz(r * h + j)];
     rmsnorm_row(x.data() + r * h, out_norm_, h, c_.rms_eps, hn.data() + r * h);
   });
-  std::vector<float> logits(sz(T * c_.vocab));
-  output_.multiply(hn.data(), h, T, logits.data(), c_.vocab, workers);
+  output_.multiply(hn.data(), h, T, w.logits.data(), c_.vocab, workers);
   for (int32_t s = 0; s < ns; ++s)
     kv.seqs_[static_cast<size_t>(s)].blocks.release_outside_window(kv.pool_);
-  return logits;
+  return w.logits;
 }
 
 double log_prob(std::span<const float> logits, int32_t target) {

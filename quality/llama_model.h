@@ -87,10 +87,16 @@ class KvBatch {
     kernels::SessionBlocks blocks;
     PositionMode mode;
   };
+  // A step's working rows, kept from step to step: fresh buffers cost a page fault per 4 KiB
+  // every step (the logits of 64 rows are 12.6 MB: a tenth of a prefill step went to the kernel).
+  struct Scratch {
+    std::vector<float> x, hn, qkv, q, qs, k, v, att, tmp, gu, act, logits;
+  };
   int32_t block_size_;
   kernels::BlockPool pool_;
   std::vector<kernels::reference::HostKvCache> layers_;
   std::vector<Seq> seqs_;
+  Scratch scratch_;
 };
 
 class LlamaModel {
@@ -100,14 +106,16 @@ class LlamaModel {
   const LlamaConfig& config() const { return c_; }
 
   // One step: new_tokens[s] are appended to sequence s (an empty list skips it). Returns the
-  // logits of every new token, rows in sequence order then token order: [sum of sizes, vocab].
+  // logits of every new token, rows in sequence order then token order: [sum of sizes, vocab],
+  // held by kv until its next step.
   // Throws std::runtime_error if the pool has too few blocks.
   // Thread-safe for distinct KvBatches (the model is read-only). Products, attention and the
   // pointwise work are split among `workers` (the same bytes for any number of them).
-  std::vector<float> step(KvBatch& kv, const std::vector<std::vector<int32_t>>& new_tokens,
-                          Workers& workers) const;
+  const std::vector<float>& step(KvBatch& kv, const std::vector<std::vector<int32_t>>& new_tokens,
+                                 Workers& workers) const;
   // The same on the calling thread alone.
-  std::vector<float> step(KvBatch& kv, const std::vector<std::vector<int32_t>>& new_tokens) const;
+  const std::vector<float>& step(KvBatch& kv,
+                                 const std::vector<std::vector<int32_t>>& new_tokens) const;
 
  private:
   struct Layer {

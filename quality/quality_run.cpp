@@ -98,7 +98,7 @@ std::vector<std::vector<double>> stream_nll(const LlamaModel& model,
         row_of.emplace_back(i, p);
       }
     }
-    const std::vector<float> logits = model.step(kv, step, workers);
+    const std::vector<float>& logits = model.step(kv, step, workers);
     workers.for_range(static_cast<int64_t>(row_of.size()), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const auto [i, p] = row_of[static_cast<size_t>(r)];
@@ -253,7 +253,7 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
     const auto progress =
         o.progress ? stderr_progress("quality generation", o.generate_tokens, "tokens") : nullptr;
     for (int64_t i = 0; i < o.generate_tokens; ++i) {
-      const std::vector<float> logits = model.step(kv, step, workers);
+      const std::vector<float>& logits = model.step(kv, step, workers);
       int64_t row = -1;
       for (size_t s = 0; s < np; ++s) {
         row += static_cast<int64_t>(step[s].size());  // the last row of sequence s
