@@ -15,6 +15,7 @@
 #include "sim/catalog.h"
 #include "sim/config_limits.h"
 #include "sim/cost/cost_model.h"
+#include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/hf_config.h"
 
@@ -377,9 +378,9 @@ WorkloadConfig parse_workload(JsonSection w) {
 
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  c.type =
-      m.one_of("type", "auto", {"auto", "roofline", "corrected_roofline", "shape_aware_roofline", "calibrated",
-                                      "fixed"});
+  std::vector<std::string> types = cost_model_types();
+  types.insert(types.begin(), "auto");
+  c.type = m.one_of("type", "auto", types);
   c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
   if (c.type == "fixed" && !(c.step_overhead_s > 0))
     m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");

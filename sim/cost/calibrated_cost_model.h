@@ -26,6 +26,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -36,6 +37,8 @@
 #include "sim/model.h"
 
 namespace metronome {
+
+struct Scenario;
 
 inline constexpr int kCalibrationSchemaVersion = 1;
 inline constexpr std::string_view kCalibrationKind = "metronome.calibration";
@@ -128,5 +131,10 @@ class CalibratedCostModel final : public CostModel {
   Calibration c_;
   double overhead_s_;
 };
+
+// cost_model.type "calibrated": the scenario's file, scaled to its model where the file says how;
+// ConfigError when it calibrates another model it cannot be scaled to, or another layer count.
+// Warns on stderr when the file's device is not the scenario's GPU.
+std::unique_ptr<CostModel> make_calibrated_cost_model(const Scenario& s);
 
 }  // namespace metronome
