@@ -36,6 +36,12 @@ struct GpuConfig {
   // cost_model.type "auto" prices steps with it, scaled to the scenario's model where the file
   // says how (sim/cost/cost_model.h: choose_cost_model).
   std::string measured_calibration;
+  // The GPU-to-GPU link a tensor-parallel replica's all-reduces cross (engine.tensor_parallel > 1;
+  // 0: not stated, and tensor parallelism is refused): bandwidth each way per GPU, a fixed time
+  // per all-reduce, and where both numbers come from.
+  double interconnect_bandwidth_bytes_per_s = 0;
+  double interconnect_latency_s = 0;
+  std::string interconnect_source;
 };
 
 }  // namespace metronome

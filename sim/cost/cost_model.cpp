@@ -13,6 +13,7 @@
 #include "sim/cost/fixed_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/cost/step_time.h"
+#include "sim/cost/tensor_parallel_cost_model.h"
 #include "sim/scenario.h"
 
 namespace metronome {
@@ -74,6 +75,14 @@ std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
 }
 
 std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
+  if (const int64_t k = s.engine.tensor_parallel; k > 1) {
+    // The scenario's own cost model, built for one GPU's slice, wrapped with the all-reduces.
+    Scenario slice = s;
+    slice.model = tensor_parallel_slice(s.model, k);
+    slice.engine.tensor_parallel = 1;
+    return std::make_unique<TensorParallelCostModel>(make_unchecked_cost_model(slice), s.model,
+                                                     s.gpu, k);
+  }
   if (s.cost_model.type == "fixed")
     return std::make_unique<FixedCostModel>(s.cost_model.step_overhead_s);
   if (s.cost_model.type == "roofline") {
