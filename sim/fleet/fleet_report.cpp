@@ -158,12 +158,13 @@ std::string fleet_text(const Scenario& s, const FleetResult& r) {
   std::ostringstream o;
   std::string groups;
   for (const auto& g : f.groups) {
-    groups += fmt::format("{}{} x {} ({} on {}, {} KV)", groups.empty() ? "" : ", ", g.count,
-                          g.name, g.replica->model.name, g.replica->gpu.name,
-                          g.replica->kv_policy.policy->describe());
+    groups += fmt::format("{}{} x {}{} ({} on {}, {} KV)", groups.empty() ? "" : ", ", g.count,
+                          g.name, f.autoscale ? " at 0 s" : "", g.replica->model.name,
+                          g.replica->gpu.name, g.replica->kv_policy.policy->describe());
   }
-  o << fmt::format("fleet      {}: {} replica{}: {}\n", s.name, r.replicas.size(),
-                   r.replicas.size() == 1 ? "" : "s", groups);
+  o << fmt::format("fleet      {}: {} replica{}{}: {}\n", s.name, r.replicas.size(),
+                   r.replicas.size() == 1 ? "" : "s",
+                   f.autoscale ? " over the run, autoscaled" : "", groups);
   o << fmt::format("gateway    router {}, admission {}; per replica: admission {}\n",
                    f.router->type(), f.gateway->type(), s.admission.type());
   std::string why;
