@@ -62,6 +62,9 @@ const std::vector<Field>& fields() {
       {"gpu.memory_bandwidth_bytes_per_s", "B/s", "required", "datasheet bandwidth"},
       {"gpu.bf16_flops", "FLOP/s", "required", "dense bf16 peak"},
       {"gpu.measured_calibration", "-", "\"\"", "a measured calibration file (cost_model auto)"},
+      {"gpu.interconnect_bandwidth_bytes_per_s", "B/s", "-", "tensor parallel: link, each way"},
+      {"gpu.interconnect_latency_s", "s", "-", "tensor parallel: per all-reduce"},
+      {"gpu.interconnect_source", "-", "-", "where both numbers come from"},
       {"gpu.roofline_correction.bandwidth_fraction", "-", "required", "GEMM bandwidth reached"},
       {"gpu.roofline_correction.pointwise_bandwidth_fraction", "-", "required",
        "pointwise-op bandwidth reached"},
@@ -88,6 +91,7 @@ const std::vector<Field>& fields() {
       {"engine.session_model", "-", "\"resumable\"", "vllm_v1: resumable | per_frame_request"},
       {"engine.enable_prefix_caching", "-", "true", "vllm_v1: prefix cache"},
       {"engine.silence_after_s", "s", "deadline", "a frame is padded with silence this late"},
+      {"engine.tensor_parallel", "GPUs", "1", "1 | 2 | 4 | 8 GPUs per replica"},
       {"kv_policy.type", "-", "\"unbounded\"", "unbounded | windowed"},
       {"kv_policy.window_tokens", "tokens", "required", "windowed: W previous tokens visible"},
       {"kv_policy.sink_tokens", "tokens", "0", "windowed: S first tokens always visible"},
@@ -151,6 +155,13 @@ const std::vector<Field>& fields() {
       {"fleet.gateway.max_queue_depth", "sessions", "5", "shed: waiting for blocks, above: refuse"},
       {"fleet.gateway.max_kv_usage", "-", "0.8", "shed: pool fraction in (0, 1], above: refuse"},
       {"fleet.gateway.cap", "sessions", "required", "static: live over the fleet"},
+      {"fleet.autoscale.signal", "-", "required", "sessions | kv_usage | latency (ready mean)"},
+      {"fleet.autoscale.scale_up_above", "signal", "required", "start replicas above it"},
+      {"fleet.autoscale.scale_down_below", "signal", "required", "drain one below it"},
+      {"fleet.autoscale.min_replicas", "replicas", "1", "never drain below"},
+      {"fleet.autoscale.max_replicas", "replicas", "required", "never start above"},
+      {"fleet.autoscale.startup_s", "s", "required", "model load before it takes calls"},
+      {"fleet.autoscale.interval_s", "s", "10", "between readings of the signal"},
   };
   return f;
 }

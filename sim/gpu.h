@@ -2,6 +2,7 @@
 // roofline's correction fitted to measured kernel times on that GPU (when there are some).
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace metronome {
@@ -42,6 +43,12 @@ struct GpuConfig {
   double interconnect_bandwidth_bytes_per_s = 0;
   double interconnect_latency_s = 0;
   std::string interconnect_source;
+  // What one GPU-hour costs (`metronome plan` prices fleets by it; unset: not stated), and where
+  // the number comes from.
+  std::optional<double> price_per_gpu_hour;
+  std::string price_source;
+  // The file the description was read from (the shipped catalog's or a path), for messages.
+  std::string loaded_from;
 };
 
 }  // namespace metronome

@@ -90,6 +90,7 @@ void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view
   if (model) {
     (void)parse_model(JsonSection(entry, file, ""));
   } else {
+    entry["loaded_from"] = file;
     (void)parse_gpu(JsonSection(entry, file, ""));
     resolve_measured_calibration(entry, file);
   }
@@ -208,6 +209,11 @@ GpuConfig parse_gpu(JsonSection g) {
     c.interconnect_latency_s = g.in_range("interconnect_latency_s", std::nullopt, 0, 1);
     c.interconnect_source = g.string("interconnect_source", std::nullopt);
   }
+  if (g.has("price_per_gpu_hour")) {
+    c.price_per_gpu_hour = g.in_range("price_per_gpu_hour", std::nullopt, 0, 1e6);
+    c.price_source = g.string("price_source", std::nullopt);
+  }
+  c.loaded_from = g.string("loaded_from", "");
   if (g.has("roofline_correction")) {
     JsonSection r = g.section("roofline_correction", true);
     auto& rc = c.roofline_correction;
