@@ -101,6 +101,31 @@ for i, r in enumerate(s["replicas"]):
     assert one["result"]["sessions_arrived"] == r["routed"] - r["gateway_rejected"], (i, r)
 PY
 
+# --- plan: the cheapest fleet that meets the tests; -j changes no byte; an unpriced GPU is refused
+plan=(plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h100,h200 --tp 1,2
+      --windows 480 --max-replicas 4 --json)
+"$bin" "${plan[@]}" >"$tmp/p1.json" 2>"$tmp/p1.err" || fail "plan"
+"$bin" "${plan[@]}" -j 3 >"$tmp/p3.json" 2>/dev/null || fail "plan -j 3"
+cases=$((cases + 1))
+cmp -s "$tmp/p1.json" "$tmp/p3.json" || fail "plan: -j 3 changed the answer"
+$py - "$tmp/p1.json" <<'PY' || fail "plan's answer is not the cheapest that meets the tests"
+import json, sys
+p = json.load(open(sys.argv[1]))
+c = p["candidates"]
+assert p["best"] == 0 and c[0]["fleet"]["meets"], c[0]
+costs = [x["cost_per_hour"] for x in c if x["fleet"]]
+assert costs == sorted(costs) and len(costs) == 4, costs
+for x in c:
+    f = x["fleet"]
+    assert f["replicas"] * x["tensor_parallel"] * x["price_per_gpu_hour"] == x["cost_per_hour"], x
+    assert f["true_p99_ms"] <= 80 and f["replicas_stalled"] == 0 and f["calls_rejected"] == 0, x
+    assert x["one_fewer"] is None or not x["one_fewer"]["meets"], x
+PY
+$py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
+  "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
+expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480
+expect_error '--tp: ' plan --tp 3
+
 # --- Bad input: exit 2, the file and the field named
 echo '{"model": "moshi", "gpu": "h200", "horizon_s": 10,
   "workload": {"arrival": {"type": "all_at_once", "sessions": 3}, "duration": {"type": "fixed", "seconds": 10}},

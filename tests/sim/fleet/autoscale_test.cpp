@@ -159,6 +159,15 @@ TEST(Autoscale, ReplicaSecondsAreTheIntegralOfTheCount) {
   EXPECT_DOUBLE_EQ(still.replica_seconds(), 300);
   ASSERT_EQ(still.replica_counts().size(), 1u);
   EXPECT_EQ(still.replica_counts()[0].provisioned, 3);
+  // GPU-seconds count each replica's GPUs: a tensor-parallel group of 2 beside a 1-GPU one. (From
+  // the file, not from to_json: a one-GPU scenario's resolved form leaves the GPU's link out.)
+  const FleetResult mixed = Fleet(moshi(40, "windowed",
+                                        {"horizon_s=100",
+                                         R"(fleet={"groups": [{"count": 1}, {"name": "tp2",
+                                            "count": 2, "engine": {"tensor_parallel": 2}}]})"}))
+                                .run();
+  EXPECT_DOUBLE_EQ(mixed.replica_seconds(), 300);
+  EXPECT_DOUBLE_EQ(mixed.gpu_seconds(), 100 * (1 + 2 + 2));
 }
 
 TEST(Autoscale, SameBytesAnyThreadCountAndEverySignalRuns) {
