@@ -136,6 +136,11 @@ double PlanCandidate::cost_per_call_hour() const {
 }
 
 Plan plan(const Scenario& base, const PlanSpec& spec) {
+  if (base.engine.num_blocks) {
+    throw ConfigError(base.source +
+                      ": engine.num_gpu_blocks: plan sizes each candidate's pool from its GPU and "
+                      "degree; expected none (remove it)");
+  }
   Plan out;
   for (const auto& gpu : spec.gpus) {
     for (int64_t k : spec.tensor_parallel) {

@@ -142,6 +142,9 @@ TEST(Plan, AGpuWithoutAPriceIsAnErrorNamingItsFile) {
     const std::string m = e.what();
     EXPECT_NE(m.find("metronome_plan_unpriced.json: price_per_gpu_hour"), std::string::npos) << m;
   }
+  // A pool size stated for one GPU would be wrong for every other candidate.
+  const Scenario fixed = testing::moshi(10, "windowed", {"engine.num_gpu_blocks=4000"});
+  EXPECT_THROW(plan(fixed, small_spec()), ConfigError);
 }
 
 }  // namespace metronome
