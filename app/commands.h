@@ -14,6 +14,7 @@ Run add_sweep(CLI::App& app);
 Run add_sweep_merge(CLI::App& app);
 Run add_capacity(CLI::App& app);
 Run add_recommend(CLI::App& app);
+Run add_plan(CLI::App& app);                             // app/plan_command.cpp
 std::pair<CLI::App*, Run> add_calibrate(CLI::App& app);  // app/calibrate_command.cpp
 Run add_replay(CLI::App& app);                           // app/replay_command.cpp
 Run add_quality(CLI::App& app);                          // app/quality_command.cpp

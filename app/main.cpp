@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommands({}).back();
   commands.emplace_back(nullptr, cli::add_recommend(app));
   commands.back().first = app.get_subcommands({}).back();
+  commands.emplace_back(nullptr, cli::add_plan(app));
+  commands.back().first = app.get_subcommands({}).back();
   commands.push_back(cli::add_calibrate(app));
   commands.emplace_back(nullptr, cli::add_replay(app));
   commands.back().first = app.get_subcommands({}).back();

@@ -137,7 +137,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   // Under the scenario's own arrivals too: Poisson callers have random phases, whose bunching
   // makes the tail later than evenly spread callers'. A few draws of phases, reported beside the
   // evenly spread cap, which binds, not in its place: a run's phases are one draw among many.
-  c.random_phases = s.workload.arrival.type == "poisson";
+  c.random_phases = s.workload.arrival.random();
   if (c.random_phases) {
     std::vector<int64_t> caps;
     for (int k = 0; k < std::max(1, phase_draws); ++k) {

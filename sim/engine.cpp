@@ -224,6 +224,7 @@ Engine::Placement Engine::admit(Time now, double duration_s) {
   s.frames_total = frames;
   s.end = call.end;
   if (s.end != kNever) events_.push(s.end, EventKind::kDeparture, id, s.incarnation);
+  last_hang_up_ = std::max(last_hang_up_, s.end);
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
   if (preempt_policy_) admit_stack_.push_back({id, s.admit_order});

@@ -66,6 +66,9 @@ class Engine {
   EngineGauges gauges() const;
   int64_t pool_blocks() const { return pool_.capacity(); }
   Time last_step() const { return last_step_; }  // the duration of the last step that ended
+  // When the last call admitted so far hangs up (kNever: one outlives the run; 0: none yet): a
+  // replica that takes no more calls is empty from then on.
+  Time last_hang_up() const { return last_hang_up_; }
 
   // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
   // they apply: the stall policy without frame jitter. Set before run().
@@ -249,6 +252,7 @@ class Engine {
   Time external_at_ = kNever;
   Time now_ = 0;
   Time last_step_ = 0;
+  Time last_hang_up_ = 0;
   bool step_wanted_ = false;  // try a step once this instant's events are all handled
   int64_t batch_members_ = 0;
   Time step_start_ = 0;

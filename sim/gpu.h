@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace metronome {
@@ -54,6 +55,18 @@ struct GpuConfig {
   // cost_model.type "auto" prices steps with it, scaled to the scenario's model where the file
   // says how (sim/cost/cost_model.h: choose_cost_model).
   std::string measured_calibration;
+  // The GPU-to-GPU link a tensor-parallel replica's all-reduces cross (engine.tensor_parallel > 1;
+  // 0: not stated, and tensor parallelism is refused): bandwidth each way per GPU, a fixed time
+  // per all-reduce, and where both numbers come from.
+  double interconnect_bandwidth_bytes_per_s = 0;
+  double interconnect_latency_s = 0;
+  std::string interconnect_source;
+  // What one GPU-hour costs (`metronome plan` prices fleets by it; unset: not stated), and where
+  // the number comes from.
+  std::optional<double> price_per_gpu_hour;
+  std::string price_source;
+  // The file the description was read from (the shipped catalog's or a path), for messages.
+  std::string loaded_from;
 };
 
 }  // namespace metronome

@@ -26,12 +26,21 @@ int64_t max_blocks_per_session(const Scenario& s) {
   return most;
 }
 
+int64_t stored_kv_heads(const Scenario& s) {
+  return std::max(s.model.kv_heads, s.engine.tensor_parallel);
+}
+
 PoolSizing size_pool(const Scenario& s) {
   PoolSizing p;
-  p.kv_bytes_per_token = s.model.kv_bytes_per_token();
+  // Over k GPUs: each holds 1/k of the weights and of the KV heads (a copy of one where there are
+  // fewer than k), so a block is the whole model's KV at k x the per-GPU slice, and the pool is
+  // what k GPUs leave after their share of the weights and their own activations. k = 1 is the
+  // one-GPU rule exactly (x 1 changes no bit).
+  const auto k = static_cast<double>(s.engine.tensor_parallel);
+  p.kv_bytes_per_token = s.model.kv_bytes_per_token() / s.model.kv_heads * stored_kv_heads(s);
   p.block_bytes = p.kv_bytes_per_token * s.engine.block_size;
-  p.usable_bytes = s.engine.gpu_memory_utilization * s.gpu.memory_bytes - s.model.weight_bytes -
-                   s.engine.activation_reserve_bytes;
+  p.usable_bytes = k * s.engine.gpu_memory_utilization * s.gpu.memory_bytes - s.model.weight_bytes -
+                   k * s.engine.activation_reserve_bytes;
   if (s.engine.num_blocks) {
     p.num_blocks = *s.engine.num_blocks;
     p.overridden = true;

@@ -1,6 +1,11 @@
 // How many KV blocks the engine has, sized as vLLM sizes its pool:
 //   num_blocks = floor((gpu_memory_utilization x memory - weights - activations) / block_bytes)
-// unless the scenario gives num_blocks explicitly.
+// unless the scenario gives num_blocks explicitly. A replica over k GPUs (engine.tensor_parallel)
+// sizes each GPU's share: weights / k and its slice of the KV heads per block, which is
+//   num_blocks = floor((k x (gpu_memory_utilization x memory - activations) - weights)
+//                      / (block_size x 2 x layers x max(kv_heads, k) x head_dim x bytes))
+// (fewer KV heads than GPUs: each GPU keeps a copy of one, as vLLM does). Weights are split
+// evenly: norms and replicated K/V projections, kept whole on every GPU, are not added.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +15,9 @@
 namespace metronome {
 
 struct PoolSizing {
-  int64_t kv_bytes_per_token = 0;
+  int64_t kv_bytes_per_token = 0;  // stored over all the replica's GPUs (copies included)
   int64_t block_bytes = 0;
-  double usable_bytes = 0;  // memory left for KV by the sizing rule
+  double usable_bytes = 0;  // memory left for KV by the sizing rule, over all the GPUs
   int64_t num_blocks = 0;
   bool overridden = false;  // engine.num_blocks was given
 };
@@ -20,6 +25,10 @@ struct PoolSizing {
 // Throws ConfigError when the pool cannot hold even one session's first frame, or, with windowed
 // KV, one session's sinks, window and frame.
 PoolSizing size_pool(const Scenario& s);
+
+// KV heads stored per layer over a replica's GPUs: the model's, or one per GPU where there are
+// fewer KV heads than GPUs.
+int64_t stored_kv_heads(const Scenario& s);
 
 // Windowed KV: the most blocks one session ever holds (sinks + window + the frame being ingested),
 // over every block alignment the frames go through. 0 for unbounded KV, which has no bound.

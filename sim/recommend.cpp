@@ -43,7 +43,10 @@ double offered_sessions(const Scenario& s) {
   if (w.arrival.type == "fixed_interval") {
     return std::min(static_cast<double>(w.arrival.sessions), call_s / w.arrival.interval_s);
   }
-  const double live = w.arrival.rate_per_s * call_s;  // Little's law
+  // Little's law; under a profile at its peak rate, which the pool must hold.
+  const double rate =
+      w.arrival.type == "profile" ? peak_rate(w.arrival.profile) : w.arrival.rate_per_s;
+  const double live = rate * call_s;
   return w.arrival.max_sessions > 0 ? std::min(live, static_cast<double>(w.arrival.max_sessions))
                                     : live;
 }

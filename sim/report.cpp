@@ -209,6 +209,13 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
         "memory     engine.num_gpu_blocks = {} given (vLLM's \"# GPU blocks\"): the "
         "sizing rule is not used\n",
         p.pool.num_blocks);
+  } else if (const int64_t k = s.engine.tensor_parallel; k > 1) {
+    o << fmt::format(
+        "memory     {} x {} {:.2f} GB x {:.2f} - {:.2f} GB weights - {} x {:.2f} GB activations = "
+        "{:.2f} GB for KV (tensor parallel {}: weights and KV heads split over the GPUs)\n",
+        k, s.gpu.name, s.gpu.memory_bytes / 1e9, s.engine.gpu_memory_utilization,
+        s.model.weight_bytes / 1e9, k, s.engine.activation_reserve_bytes / 1e9,
+        p.pool.usable_bytes / 1e9, k);
   } else {
     o << fmt::format(
         "memory     {} {:.2f} GB{} x {:.2f} - {:.2f} GB weights - {:.2f} GB activations = {:.2f} "

@@ -91,6 +91,7 @@ void resolve_reference(nlohmann::json& j, std::string_view key, std::string_view
   if (model) {
     (void)parse_model(JsonSection(entry, file, ""));
   } else {
+    entry["loaded_from"] = file;
     (void)parse_gpu(JsonSection(entry, file, ""));
     resolve_measured_calibration(entry, file);
   }
@@ -203,6 +204,17 @@ GpuConfig parse_gpu(JsonSection g) {
   c.memory_bandwidth_bytes_per_s =
       g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
   c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
+  if (g.has("interconnect_bandwidth_bytes_per_s") || g.has("interconnect_latency_s")) {
+    c.interconnect_bandwidth_bytes_per_s =
+        g.in_range("interconnect_bandwidth_bytes_per_s", std::nullopt, 1e6, 1e16);
+    c.interconnect_latency_s = g.in_range("interconnect_latency_s", std::nullopt, 0, 1);
+    c.interconnect_source = g.string("interconnect_source", std::nullopt);
+  }
+  if (g.has("price_per_gpu_hour")) {
+    c.price_per_gpu_hour = g.in_range("price_per_gpu_hour", std::nullopt, 0, 1e6);
+    c.price_source = g.string("price_source", std::nullopt);
+  }
+  c.loaded_from = g.string("loaded_from", "");
   if (g.has("roofline_correction")) {
     JsonSection r = g.section("roofline_correction", true);
     auto& rc = c.roofline_correction;
@@ -274,6 +286,10 @@ EngineConfig parse_engine(JsonSection e) {
   c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
   c.max_num_batched_tokens =
       e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
+  c.tensor_parallel = e.integer("tensor_parallel", c.tensor_parallel, 1, 8);
+  if ((c.tensor_parallel & (c.tensor_parallel - 1)) != 0) {
+    e.fail("tensor_parallel", "one of 1, 2, 4, 8 (GPUs per replica)");
+  }
   c.session_model = e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
   c.enable_prefix_caching = e.boolean("enable_prefix_caching", c.enable_prefix_caching);
   c.silence_after_s = e.optional_positive("silence_after_s");
@@ -289,9 +305,9 @@ KvPolicyConfig parse_kv_policy(JsonSection k) {
   return c;
 }
 
-ArrivalConfig parse_arrival(JsonSection a) {
+ArrivalConfig parse_arrival(JsonSection a, const std::string& source) {
   ArrivalConfig c;
-  c.type = a.one_of("type", std::nullopt, {"all_at_once", "fixed_interval", "poisson"});
+  c.type = a.one_of("type", std::nullopt, {"all_at_once", "fixed_interval", "poisson", "profile"});
   c.start_s = a.in_range("start_s", 0.0, 0, kMaxSeconds);
   if (c.type == "all_at_once" || c.type == "fixed_interval") {
     c.sessions = a.integer("sessions", std::nullopt, 0, 100'000'000);
@@ -301,6 +317,27 @@ ArrivalConfig parse_arrival(JsonSection a) {
   if (c.type == "poisson") {
     c.rate_per_s = a.in_range("rate_per_s", std::nullopt, 0, 1e9);
     c.max_sessions = a.integer("max_sessions", 0, 0, 100'000'000);
+  }
+  if (c.type == "profile") {
+    if (a.has("profile") == a.has("profile_file")) {
+      a.fail("profile",
+             "either profile (inline [time_s, calls_per_s] points) or profile_file (a "
+             "CSV of time_s,calls_per_s), not both or neither");
+    }
+    if (a.has("profile")) {
+      c.profile = parse_rate_profile(a.raw("profile"), source + ": " + a.field("profile"));
+    } else {
+      // Absolute, so the resolved scenario beside the results still finds it (a file's own
+      // relative path was made absolute at load; a --set one is relative to the working folder).
+      c.profile_file = std::filesystem::absolute(a.string("profile_file", std::nullopt))
+                           .lexically_normal()
+                           .string();
+      try {
+        c.profile = read_rate_profile_csv(c.profile_file);
+      } catch (const ConfigError& e) {
+        throw ConfigError(source + ": " + a.field("profile_file") + ": " + e.what());
+      }
+    }
   }
   a.finish();
   return c;
@@ -319,9 +356,9 @@ DurationConfig parse_duration(JsonSection d) {
   return c;
 }
 
-WorkloadConfig parse_workload(JsonSection w) {
+WorkloadConfig parse_workload(JsonSection w, const std::string& source) {
   WorkloadConfig c;
-  c.arrival = parse_arrival(w.section("arrival", true));
+  c.arrival = parse_arrival(w.section("arrival", true), source);
   c.duration = parse_duration(w.section("duration", true));
   c.frame_period_s = w.in_range("frame_period_s", c.frame_period_s, 1e-9, kMaxSeconds);
   if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
@@ -400,6 +437,43 @@ AdmissionConfig parse_admission(JsonSection a) {
   return c;
 }
 
+// Tensor parallelism splits every layer's heads and MLP over the GPUs (sim/cost/
+// tensor_parallel_cost_model.h): the degree must divide them. Fewer KV heads than GPUs are
+// replicated, as vLLM does, which needs the degree to be a multiple of them.
+void check_tensor_parallel(const Scenario& s) {
+  const int64_t k = s.engine.tensor_parallel;
+  if (k == 1) return;
+  const auto& m = s.model;
+  auto fail = [&](const std::string& why) {
+    throw ConfigError(fmt::format("{}: engine.tensor_parallel: {} with model {}; got {}", s.source,
+                                  why, m.name, k));
+  };
+  if (m.attention_heads % k != 0) {
+    fail(fmt::format("expected a degree that divides model.attention_heads ({})",
+                     m.attention_heads));
+  }
+  if (m.kv_heads >= k ? m.kv_heads % k != 0 : k % m.kv_heads != 0) {
+    fail(fmt::format(
+        "expected a degree that divides model.kv_heads ({}), or a multiple of it (each GPU then "
+        "holds a copy of one KV head)",
+        m.kv_heads));
+  }
+  if (m.ffn_size % k != 0) {
+    fail(fmt::format("expected a degree that divides model.ffn_size ({})", m.ffn_size));
+  }
+  if (m.expert_ffn_size % k != 0) {
+    fail(fmt::format("expected a degree that divides model.expert_ffn_size ({})",
+                     m.expert_ffn_size));
+  }
+  if (!(s.gpu.interconnect_bandwidth_bytes_per_s > 0)) {
+    throw ConfigError(fmt::format(
+        "{}: gpu.interconnect_bandwidth_bytes_per_s: engine.tensor_parallel {} prices two "
+        "all-reduces per layer over the GPUs' link; GPU {}'s description states none (add "
+        "interconnect_bandwidth_bytes_per_s, interconnect_latency_s and interconnect_source)",
+        s.source, k, s.gpu.name));
+  }
+}
+
 // Limits that keep one run's time and memory bounded; past them the user is asked to change the
 // field rather than wait on a run that cannot finish.
 constexpr double kMaxCallers = 1e7;
@@ -439,7 +513,16 @@ void check_run_size(const Scenario& s) {
                "; lower the rate or the horizon, or set max_sessions");
     }
   }
-  if (a.type != "poisson" && static_cast<double>(a.sessions) > kMaxCallers) {
+  if (a.type == "profile") {
+    const double expected = expected_calls(a.profile, a.start_s, s.horizon_s);
+    if (expected > kMaxCallers) {
+      fail("workload.arrival.profile",
+           "expected at most 1e7 callers per run, got the profile's integral to horizon_s = " +
+               nlohmann::json(expected).dump() + "; lower the rates or the horizon");
+    }
+  }
+  if ((a.type == "all_at_once" || a.type == "fixed_interval") &&
+      static_cast<double>(a.sessions) > kMaxCallers) {
     fail("workload.arrival.sessions",
          "expected at most 1e7 callers per run, got " + std::to_string(a.sessions));
   }
@@ -534,16 +617,23 @@ nlohmann::json read_scenario_json(const std::string& path) {
   resolve_reference(j, "model", "models", base_dir_of(path), base_dir_of(path), source);
   resolve_reference(j, "gpu", "gpus", base_dir_of(path), base_dir_of(path), source);
   resolve_fleet_references(j, base_dir_of(path), base_dir_of(path), source);
-  // A calibration file named in a scenario file is relative to that file (a --set one: to the cwd).
-  // Made absolute so that the resolved scenario written beside results still finds it.
-  if (auto cm = j.find("cost_model"); cm != j.end() && cm->is_object()) {
-    if (auto f = cm->find("file"); f != cm->end() && f->is_string() && !path.empty()) {
+  // A calibration file or traffic profile named in a scenario file is relative to that file (a
+  // --set one: to the cwd). Made absolute so that the resolved scenario written beside results
+  // still finds it.
+  auto absolute_in = [&](nlohmann::json& section, const char* key) {
+    if (auto f = section.find(key); f != section.end() && f->is_string() && !path.empty()) {
       const std::filesystem::path file(f->get<std::string>());
       if (file.is_relative() && !file.empty()) {
         *f = std::filesystem::absolute(std::filesystem::path(base_dir_of(path)) / file)
                  .lexically_normal()
                  .string();
       }
+    }
+  };
+  if (auto cm = j.find("cost_model"); cm != j.end() && cm->is_object()) absolute_in(*cm, "file");
+  if (auto w = j.find("workload"); w != j.end() && w->is_object()) {
+    if (auto a = w->find("arrival"); a != w->end() && a->is_object()) {
+      absolute_in(*a, "profile_file");
     }
   }
   return j;
@@ -600,7 +690,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
     s.model.kv_bytes_per_element = *bytes;
   }
   s.kv_policy = parse_kv_policy(top.section("kv_policy"));
-  s.workload = parse_workload(top.section("workload", true));
+  s.workload = parse_workload(top.section("workload", true), source);
   if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
   s.cost_model = parse_cost_model(top.section("cost_model"));
   if (s.cost_model.type == "auto") choose_cost_model(s);
@@ -629,6 +719,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
                       ": workload.frame_period_s: expected 1.024 us to 1e6 s with admission.join "
                       "\"spread\" (1024 phase slots per period)");
   }
+  check_tensor_parallel(s);
   check_run_size(s);
   collect_warnings(s, j);
   return s;
@@ -920,6 +1011,13 @@ nlohmann::json to_json(const Scenario& s) {
                  {"exhaustion", e.exhaustion->type()},
                  {"silence_after_s", e.silence_after_s.value()}};
   if (e.num_blocks) engine["num_blocks"] = *e.num_blocks;
+  // Only where it is used, so the resolved config of a one-GPU replica stays as it was.
+  if (e.tensor_parallel > 1) {
+    engine["tensor_parallel"] = e.tensor_parallel;
+    gpu["interconnect_bandwidth_bytes_per_s"] = s.gpu.interconnect_bandwidth_bytes_per_s;
+    gpu["interconnect_latency_s"] = s.gpu.interconnect_latency_s;
+    gpu["interconnect_source"] = s.gpu.interconnect_source;
+  }
   if (e.scheduler == "vllm_v1") {
     engine["max_num_batched_tokens"] = e.max_num_batched_tokens;
     engine["session_model"] = e.session_model;
@@ -929,7 +1027,16 @@ nlohmann::json to_json(const Scenario& s) {
   s.kv_policy.policy->write(kv);
   const auto& w = s.workload;
   json arrival = {{"type", w.arrival.type}, {"start_s", w.arrival.start_s}};
-  if (w.arrival.type != "poisson") arrival["sessions"] = w.arrival.sessions;
+  if (w.arrival.type == "all_at_once" || w.arrival.type == "fixed_interval") {
+    arrival["sessions"] = w.arrival.sessions;
+  }
+  if (w.arrival.type == "profile") {
+    if (w.arrival.profile_file.empty()) {
+      arrival["profile"] = rate_profile_json(w.arrival.profile);
+    } else {
+      arrival["profile_file"] = w.arrival.profile_file;
+    }
+  }
   if (w.arrival.type == "fixed_interval") arrival["interval_s"] = w.arrival.interval_s;
   if (w.arrival.type == "poisson") {
     arrival["rate_per_s"] = w.arrival.rate_per_s;

@@ -19,6 +19,7 @@
 #include "sim/kv_policy/kv_policy.h"
 #include "sim/kv_policy/unbounded.h"
 #include "sim/model.h"
+#include "sim/workload/rate_profile.h"
 
 namespace metronome {
 
@@ -41,7 +42,11 @@ struct EngineConfig {
   std::string scheduler = "frame";                      // frame | vllm_v1
   std::shared_ptr<const ExhaustionPolicy> exhaustion =  // frame: stall | preempt_recompute
       std::make_shared<const StallOnExhaustion>();
-  int64_t max_num_batched_tokens = 8192;    // vllm_v1: tokens computed per step
+  int64_t max_num_batched_tokens = 8192;  // vllm_v1: tokens computed per step
+  // GPUs one replica spans (vLLM's --tensor-parallel-size): 1, 2, 4 or 8. Weights and KV heads
+  // are split over them (sim/pool_sizing.h) and each layer adds two all-reduces
+  // (sim/cost/tensor_parallel_cost_model.h).
+  int64_t tensor_parallel = 1;
   std::string session_model = "resumable";  // vllm_v1: resumable | per_frame_request
   bool enable_prefix_caching = true;        // vllm_v1: vLLM's default
   // The serving layer pads a frame with silence when no output came this long after its release.
@@ -60,12 +65,19 @@ struct KvPolicyConfig {
 };
 
 struct ArrivalConfig {
-  std::string type = "all_at_once";  // all_at_once | fixed_interval | poisson
+  std::string type = "all_at_once";  // all_at_once | fixed_interval | poisson | profile
   int64_t sessions = 0;              // all_at_once, fixed_interval: how many callers
   double interval_s = 0;             // fixed_interval: one caller every interval_s
   double rate_per_s = 0;             // poisson: mean arrivals per second
   int64_t max_sessions = 0;          // poisson: stop after this many (0: until the horizon)
   double start_s = 0;                // first arrival
+  // profile (sim/workload/rate_profile.h): the rate over time, and the CSV it was read from
+  // (absolute; empty where the points were given inline).
+  std::vector<RatePoint> profile;
+  std::string profile_file;
+
+  // Arrival instants drawn from the seed (Poisson), not fixed by the scenario.
+  bool random() const { return type == "poisson" || type == "profile"; }
 };
 
 struct DurationConfig {

@@ -9,6 +9,7 @@
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/cost/step_time.h"
+#include "sim/cost/tensor_parallel_cost_model.h"
 #include "sim/scenario.h"
 
 namespace metronome {
@@ -61,6 +62,14 @@ std::unique_ptr<CostModel> make_cost_model(const Scenario& s) {
 }
 
 std::unique_ptr<CostModel> make_unchecked_cost_model(const Scenario& s) {
+  if (const int64_t k = s.engine.tensor_parallel; k > 1) {
+    // The scenario's own cost model, built for one GPU's slice, wrapped with the all-reduces.
+    Scenario slice = s;
+    slice.model = tensor_parallel_slice(s.model, k);
+    slice.engine.tensor_parallel = 1;
+    return std::make_unique<TensorParallelCostModel>(make_unchecked_cost_model(slice), s.model,
+                                                     s.gpu, k);
+  }
   for (const auto& kind : cost_model_kinds()) {
     if (kind.type != s.cost_model.type) continue;
     try {

@@ -12,9 +12,17 @@
 //      admission turns it away (Engine::place).
 // The replicas share nothing else, so between calls each runs on alone; after the last call, to
 // the horizon, they run on `threads` threads, and the result does not depend on how many.
+//
+// With fleet.autoscale (sim/fleet/autoscale.h) the router sees only the ready replicas. At each
+// reading (every interval_s, before a call at the same instant) every replica is brought up to
+// the instant as for a call, the signal is read over the ready ones, and the rule may start
+// replicas (a new engine, ready startup_s later) or drain one (out of the router's sight from
+// then; it leaves when its last call hangs up, Engine::last_hang_up). Readings continue after
+// the last call, on one thread, until the horizon.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,6 +44,10 @@ class Fleet {
   // `s` must have a fleet section and outlive the fleet. `observers`: empty, or one per replica
   // (any may be null), in group order; each must outlive the fleet.
   explicit Fleet(const Scenario& s, std::vector<RunObserver*> observers = {});
+  // The observer of replica i, asked when the replica is created (an autoscaled fleet creates
+  // replicas as it runs); it may return null.
+  using ObserverFor = std::function<RunObserver*(size_t)>;
+  Fleet(const Scenario& s, ObserverFor observer_for);
   FleetResult run(int threads = 1, Progress* progress = nullptr);
 
   // The scenario replica i runs: its group's, with its own jitter stream (replica 0 keeps the
@@ -46,6 +58,13 @@ class Fleet {
   void offer(Time now, double duration_s);
   void advance_all(Time until, bool arrival_at_until);
   ReplicaView view(size_t i) const;
+  // A replica of group g (its k-th), asked for at `at`, taking calls from `ready_at`.
+  void add_replica(size_t g, int64_t k, Time at, Time ready_at);
+  // Autoscaling: the readings up to `until`, and the starting replicas ready by `now`.
+  void scale_until(Time until);
+  void note_ready(Time now);
+  double read_signal() const;
+  void drain_one(Time now);
 
   const Scenario& scenario_;
   const FleetConfig& config_;
@@ -54,11 +73,21 @@ class Fleet {
   std::vector<std::unique_ptr<const Scenario>> scenarios_;  // one per replica: engines refer to it
   std::vector<std::unique_ptr<Engine>> engines_;
   std::vector<bool> control_loop_;  // replica i's admission runs a control loop
+  std::vector<PoolSizing> pools_;   // one per group
+  bool begun_ = false;
+  // The replicas the router sees, in index order (every replica, without autoscale), and those
+  // started but not ready yet (in order of readiness).
+  std::vector<size_t> ready_;
+  std::vector<size_t> starting_;
+  std::vector<size_t> draining_;
+  std::vector<Time> ready_at_;  // per replica
+  int64_t readings_ = 0;        // autoscale readings taken
   std::unique_ptr<Router> router_;
   std::unique_ptr<Gateway> gateway_;
   Rng arrival_rng_, duration_rng_;
   std::unique_ptr<ArrivalProcess> arrivals_;
   std::unique_ptr<DurationDistribution> durations_;
+  ObserverFor observer_for_;
   std::vector<ReplicaView> views_;  // scratch, one per replica
   FleetResult result_;
 };

@@ -55,6 +55,15 @@ std::shared_ptr<const FleetConfig> parse_fleet(JsonSection& f, const nlohmann::j
   c->router = router_policies().parse(router, "round_robin");
   JsonSection gateway = f.section("gateway");
   c->gateway = gateway_policies().parse(gateway, "none");
+  if (f.has("autoscale")) {
+    if (c->groups.size() != 1) {
+      f.fail("autoscale", "one replica group to scale, got " + std::to_string(c->groups.size()));
+    }
+    JsonSection a = f.section("autoscale", true);
+    const auto h = scenario.find("horizon_s");
+    c->autoscale = parse_autoscale(a, c->groups[0].count,
+                                   h != scenario.end() && h->is_number() ? h->get<double>() : 0);
+  }
   f.finish();
   return c;
 }
@@ -71,7 +80,9 @@ nlohmann::json to_json(const FleetConfig& f) {
   f.router->write(router);
   nlohmann::json gateway = {{"type", f.gateway->type()}};
   f.gateway->write(gateway);
-  return {{"groups", groups}, {"router", router}, {"gateway", gateway}};
+  nlohmann::json j = {{"groups", groups}, {"router", router}, {"gateway", gateway}};
+  if (f.autoscale) j["autoscale"] = to_json(*f.autoscale);
+  return j;
 }
 
 }  // namespace metronome

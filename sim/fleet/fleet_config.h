@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/json_section.h"
+#include "sim/fleet/autoscale.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
 #include "sim/scenario.h"
@@ -37,7 +38,11 @@ struct FleetConfig {
   std::vector<ReplicaGroup> groups;
   std::shared_ptr<const RouterPolicy> router;
   std::shared_ptr<const GatewayPolicy> gateway;
+  // Null: the groups' replicas serve the whole run. Else the one group's replica is scaled
+  // (sim/fleet/autoscale.h).
+  std::shared_ptr<const AutoscaleConfig> autoscale;
 
+  // Replicas at 0 s (an autoscaled fleet's count then changes).
   int64_t replicas() const {
     int64_t n = 0;
     for (const auto& g : groups) n += g.count;

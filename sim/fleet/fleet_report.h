@@ -14,6 +14,8 @@ namespace metronome {
 nlohmann::json fleet_json(const Scenario& s, const FleetResult& r);
 std::string fleet_text(const Scenario& s, const FleetResult& r);
 // A header and one row per replica, the columns of fleet_json's "replicas" rows.
-std::string replicas_csv(const FleetResult& r);
+std::string replicas_csv(const Scenario& s, const FleetResult& r);
+// An autoscaled fleet's replica counts over time (FleetResult::replica_counts).
+std::string replica_counts_csv(const FleetResult& r);
 
 }  // namespace metronome

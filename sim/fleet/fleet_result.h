@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,22 @@ struct ReplicaOutcome {
   int64_t routed = 0;            // calls the router chose it for
   int64_t gateway_rejected = 0;  // of those, turned away by the gateway
   RunResult run;                 // its engine's own; run.sessions_arrived = what reached it
+  int64_t gpus = 1;              // engine.tensor_parallel
+  // Its life: asked for (0 s for the replicas the run starts with), ready to take calls, drained
+  // (taking no new call) and gone (its last call hung up); unset: never, it served to the end.
+  double started_s = 0, ready_s = 0;
+  std::optional<double> drained_s, gone_s;
+  std::optional<double> first_call_s, last_call_s;  // calls routed to it
   int64_t placed() const { return run.sessions_arrived - run.sessions_rejected; }
+  // Seconds it was provisioned (paid for): from its start to when it left or the horizon.
+  double seconds(double horizon_s) const { return gone_s.value_or(horizon_s) - started_s; }
+};
+
+// The replicas provisioned (started and not gone) and ready (taking calls) from time_s on.
+struct ReplicaCount {
+  double time_s = 0;
+  int64_t provisioned = 0;
+  int64_t ready = 0;
 };
 
 struct FleetResult {
@@ -32,6 +48,13 @@ struct FleetResult {
   std::map<std::string, int64_t> rejected;
   std::vector<ReplicaOutcome> replicas;
   double horizon_s = 0;
+  int64_t scale_ups = 0, drains = 0;  // autoscaling decisions (replicas started, drained)
+
+  // What the fleet cost: the sum of its replicas' provisioned seconds, and x their GPUs.
+  double replica_seconds() const;
+  double gpu_seconds() const;
+  // The counts over time, one entry per instant either changes (the first at 0 s).
+  std::vector<ReplicaCount> replica_counts() const;
 
   int64_t rejected_total() const {
     int64_t n = 0;

@@ -1,5 +1,7 @@
 #include "sim/workload/arrivals.h"
 
+#include "sim/workload/rate_profile.h"
+
 namespace metronome {
 namespace {
 
@@ -63,6 +65,7 @@ class Poisson final : public ArrivalProcess {
 std::unique_ptr<ArrivalProcess> make_arrival_process(const ArrivalConfig& c) {
   if (c.type == "all_at_once") return std::make_unique<AllAtOnce>(c);
   if (c.type == "fixed_interval") return std::make_unique<FixedInterval>(c);
+  if (c.type == "profile") return make_profile_arrivals(c.profile, c.start_s);
   return std::make_unique<Poisson>(c);  // the loader admits no other type
 }
 

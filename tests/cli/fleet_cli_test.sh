@@ -69,6 +69,63 @@ assert w["calls_rejected"] == 0 and w["replicas_stalled"] == 0 and w["silent_fra
 assert w["calls_offered"] == u["calls_offered"], (w, u)  # the same traffic
 PY
 
+# --- Autoscaling under a traffic profile: replica_counts.csv integrates to the summary's
+# replica-seconds, new replicas take calls only once ready, drained ones take none after, and -j
+# changes no byte.
+auto=(simulate --scenario "$src/scenarios/traffic/moshi_h200_short.json" --set horizon_s=300
+      --set 'fleet={"groups":[{"count":1}],"router":{"type":"least_sessions"},"autoscale":{"signal":"sessions","scale_up_above":60,"scale_down_below":20,"max_replicas":10,"startup_s":15,"interval_s":5}}')
+"$bin" "${auto[@]}" --out "$tmp/a1" >"$tmp/a1.txt" 2>/dev/null || fail "autoscale -j1"
+"$bin" "${auto[@]}" --out "$tmp/a4" -j 4 >"$tmp/a4.txt" 2>/dev/null || fail "autoscale -j4"
+cases=$((cases + 1))
+diff -r "$tmp/a1" "$tmp/a4" >/dev/null && cmp -s "$tmp/a1.txt" "$tmp/a4.txt" || fail "autoscale: -j 4 changed the outputs"
+grep -q '^autoscale  signal sessions' "$tmp/a1.txt" || fail "no autoscale line: $(cat "$tmp/a1.txt")"
+$py - "$tmp/a1" <<'PY' || fail "autoscale files disagree"
+import csv, json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/summary.json"))
+f = s["fleet"]
+a = f["autoscale"]
+assert a["replicas_started"] > 0 and a["replicas_drained"] > 0, a
+rows = list(csv.DictReader(open(f"{d}/replica_counts.csv")))
+h = s["scenario"]["horizon_s"]
+t = [float(r["time_s"]) for r in rows] + [h]
+area = sum(int(r["provisioned"]) * (t[i + 1] - t[i]) for i, r in enumerate(rows))
+assert abs(area - f["replica_seconds"]) < 1e-6 * f["replica_seconds"], (area, f["replica_seconds"])
+assert len(s["replicas"]) == f["replicas"] == 1 + a["replicas_started"], f
+for i, r in enumerate(s["replicas"]):
+    if r["first_call_s"] is not None:
+        assert r["first_call_s"] >= r["ready_s"], r
+    if r["drained_s"] is not None and r["last_call_s"] is not None:
+        assert r["last_call_s"] < r["drained_s"], r
+    one = json.load(open(f"{d}/replicas/{i}/summary.json"))
+    assert one["result"]["sessions_arrived"] == r["routed"] - r["gateway_rejected"], (i, r)
+PY
+
+# --- plan: the cheapest fleet that meets the tests; -j changes no byte; an unpriced GPU is refused
+plan=(plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h100,h200 --tp 1,2
+      --windows 480 --max-replicas 4 --json)
+"$bin" "${plan[@]}" >"$tmp/p1.json" 2>"$tmp/p1.err" || fail "plan"
+"$bin" "${plan[@]}" -j 3 >"$tmp/p3.json" 2>/dev/null || fail "plan -j 3"
+cases=$((cases + 1))
+cmp -s "$tmp/p1.json" "$tmp/p3.json" || fail "plan: -j 3 changed the answer"
+$py - "$tmp/p1.json" <<'PY' || fail "plan's answer is not the cheapest that meets the tests"
+import json, sys
+p = json.load(open(sys.argv[1]))
+c = p["candidates"]
+assert p["best"] == 0 and c[0]["fleet"]["meets"], c[0]
+costs = [x["cost_per_hour"] for x in c if x["fleet"]]
+assert costs == sorted(costs) and len(costs) == 4, costs
+for x in c:
+    f = x["fleet"]
+    assert f["replicas"] * x["tensor_parallel"] * x["price_per_gpu_hour"] == x["cost_per_hour"], x
+    assert f["true_p99_ms"] <= 80 and f["replicas_stalled"] == 0 and f["calls_rejected"] == 0, x
+    assert x["one_fewer"] is None or not x["one_fewer"]["meets"], x
+PY
+$py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
+  "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
+expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480
+expect_error '--tp: ' plan --tp 3
+
 # --- Bad input: exit 2, the file and the field named
 echo '{"model": "moshi", "gpu": "h200", "horizon_s": 10,
   "workload": {"arrival": {"type": "all_at_once", "sessions": 3}, "duration": {"type": "fixed", "seconds": 10}},
@@ -78,5 +135,11 @@ expect_error 'fleet.groups\[0\].count' simulate --set 'fleet={"groups":[{"count"
 expect_error 'fleet.groups: expected a non-empty array' simulate --set 'fleet={"groups":[]}'
 expect_error 'fleet.gateway.max_kv_usage: expected a fraction in \(0, 1\]' simulate --set 'fleet={"groups":[{"count":1}],"gateway":{"type":"shed","max_kv_usage":1.2}}'
 expect_error '--trace: not for a fleet scenario' simulate --set 'fleet={"groups":[{"count":1}]}' --trace "$tmp/t.json"
+expect_error 'fleet.autoscale.scale_down_below: expected less than scale_up_above' simulate --set 'fleet={"groups":[{"count":1}],"autoscale":{"signal":"sessions","scale_up_above":5,"scale_down_below":9,"max_replicas":3,"startup_s":1}}'
+printf 'time_s,calls_per_s\n0,1\n10,-3\n' >"$tmp/neg.csv"
+expect_error "workload.arrival.profile_file: .*neg.csv:3: calls_per_s: expected 0 to 1e9" simulate --set "workload.arrival={\"type\":\"profile\",\"profile_file\":\"$tmp/neg.csv\"}"
+expect_error 'workload.arrival.profile\[1\]: time_s: expected times in increasing order' simulate --set 'workload.arrival={"type":"profile","profile":[[0,1],[0,2]]}'
+expect_error 'engine.tensor_parallel: expected a degree that divides model.attention_heads' simulate --set model=llama-3-70b --set engine.tensor_parallel=8 --set model.attention_heads=36 --set model.kv_heads=4
+expect_error 'engine.tensor_parallel: expected one of 1, 2, 4, 8' simulate --set engine.tensor_parallel=3
 
 finish fleet_cli_test

@@ -1,0 +1,150 @@
+// `metronome plan`: the answer is the cheapest candidate that meets the tests, its replica count
+// is the fewest (checked by running the fleets it names), the search is deterministic over
+// threads, and a GPU without a price or a candidate under the quality floor is refused or skipped.
+#include "sim/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/config_error.h"
+#include "sim/fleet/fleet.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace metronome {
+namespace {
+
+// 10 windowed Moshi callers per second, 120 s each, for 240 s: about 1,200 live at once, more
+// than two H200 replicas hold (440 windowed callers each).
+Scenario traffic() {
+  return testing::moshi(
+      0, "windowed",
+      {"workload.arrival={\"type\":\"profile\",\"profile\":[[0,10]]}",
+       "workload.duration={\"type\":\"fixed\",\"seconds\":120}", "horizon_s=240"});
+}
+
+PlanSpec small_spec() {
+  PlanSpec s;
+  s.gpus = {"h100", "h200"};
+  s.tensor_parallel = {1, 2};
+  s.windows = {480};
+  s.sinks = {16};
+  s.max_replicas = 8;
+  return s;
+}
+
+// The candidate's fleet, run here from its own JSON: whether it meets the tests.
+bool meets(const Scenario& base, const std::string& gpu, int64_t k, int64_t w, int64_t s,
+           int64_t replicas) {
+  nlohmann::json j = to_json(base);
+  apply_set(j, "gpu=" + gpu, "");
+  j["cost_model"]["type"] = "auto";
+  j["engine"]["tensor_parallel"] = k;
+  j["kv_policy"] = {{"type", "windowed"}, {"window_tokens", w}, {"sink_tokens", s}};
+  j["fleet"] = nlohmann::json::parse(R"({"groups": [{"count": )" + std::to_string(replicas) +
+                                     R"(}], "router": {"type": "least_sessions"}})");
+  const Scenario f = parse_scenario(j, "test");
+  const FleetResult r = Fleet(f).run();
+  for (const auto& o : r.replicas) {
+    if (o.run.first_stall_s) return false;
+  }
+  const double p99 = r.totals().true_latency.output_percentile(0.99);
+  return r.rejected_total() == 0 && p99 <= f.workload.deadline();
+}
+
+}  // namespace
+
+TEST(Plan, BestIsTheCheapestThatMeetsWithTheFewestReplicas) {
+  const Scenario base = traffic();
+  const Plan p = plan(base, small_spec());
+  ASSERT_EQ(p.candidates.size(), 4u);
+  ASSERT_TRUE(p.best);
+  const PlanCandidate& b = p.candidates[*p.best];
+  ASSERT_TRUE(b.best);
+  ASSERT_GT(b.best->replicas, 2) << "two H200s cannot hold 1,200 windowed callers";
+  // Ranked: every candidate that meets costs at least the best's, in order.
+  double last = 0;
+  for (const auto& c : p.candidates) {
+    if (!c.best) continue;
+    EXPECT_GE(c.cost_per_hour(), last);
+    last = c.cost_per_hour();
+    EXPECT_GE(c.cost_per_hour(), b.cost_per_hour());
+    EXPECT_DOUBLE_EQ(c.cost_per_hour(), static_cast<double>(c.best->replicas * c.tensor_parallel) *
+                                            c.price_per_gpu_hour);
+  }
+  // The fewest: checked by running the fleets the plan names, not by reading its own verdicts.
+  EXPECT_TRUE(meets(base, b.gpu, b.tensor_parallel, b.window, b.sinks, b.best->replicas));
+  EXPECT_FALSE(meets(base, b.gpu, b.tensor_parallel, b.window, b.sinks, b.best->replicas - 1));
+  ASSERT_TRUE(b.short_of);
+  EXPECT_EQ(b.short_of->replicas, b.best->replicas - 1);
+  EXPECT_FALSE(b.short_of->meets);
+  EXPECT_FALSE(b.short_of->why_not.empty());
+  // Cost per call-hour: the fleet's cost over the horizon over the call-hours it served.
+  EXPECT_NEAR(b.cost_per_call_hour(), b.cost_per_hour() * (240.0 / 3600) / b.best->call_hours,
+              1e-12);
+  // 10 calls a second: 120 s each for those of the first 120 s, cut by the horizon after.
+  EXPECT_NEAR(b.best->call_hours, 10 * (120.0 * 120 + 120 * 120 / 2.0) / 3600, 3.0);
+}
+
+TEST(Plan, SameAnswerAnyThreadCount) {
+  const Scenario base = traffic();
+  PlanSpec one = small_spec();
+  PlanSpec three = one;
+  three.jobs = 3;
+  EXPECT_EQ(plan_json(base, one, plan(base, one)).dump(),
+            plan_json(base, three, plan(base, three)).dump());
+}
+
+TEST(Plan, QualityFloorAndRefusedDegreesAreSkipped) {
+  const Scenario base = traffic();
+  PlanSpec s = small_spec();
+  s.gpus = {"h200"};
+  s.tensor_parallel = {1, 3};
+  s.windows = {240, 480};
+  s.ppl_ratio = {{{240, 16}, 1.30}, {{480, 16}, 1.05}};
+  s.max_ppl_ratio = 1.10;
+  const Plan p = plan(base, s);
+  ASSERT_EQ(p.candidates.size(), 4u);
+  int tried = 0;
+  for (const auto& c : p.candidates) {
+    if (c.tensor_parallel == 3 && c.window == 480) {
+      EXPECT_NE(c.skipped.find("engine.tensor_parallel"), std::string::npos) << c.skipped;
+    } else if (c.window == 240) {  // the floor is checked first
+      EXPECT_NE(c.skipped.find("perplexity ratio 1.300 over the floor 1.100"), std::string::npos)
+          << c.skipped;
+    } else {
+      EXPECT_TRUE(c.skipped.empty()) << c.skipped;
+      ++tried;
+    }
+  }
+  EXPECT_EQ(tried, 1);
+  s.ppl_ratio = {};
+  for (const auto& c : plan(base, s).candidates) {
+    if (c.tensor_parallel == 1)
+      EXPECT_NE(c.skipped.find("no measured perplexity"), std::string::npos);
+  }
+}
+
+TEST(Plan, AGpuWithoutAPriceIsAnErrorNamingItsFile) {
+  nlohmann::json g = nlohmann::json::parse(
+      std::ifstream(std::string(METRONOME_SOURCE_DIR) + "/scenarios/gpus/h200.json"));
+  g.erase("price_per_gpu_hour");
+  g.erase("price_source");
+  const auto path = std::filesystem::temp_directory_path() / "metronome_plan_unpriced.json";
+  std::ofstream(path) << g.dump();
+  PlanSpec s = small_spec();
+  s.gpus = {path.string()};
+  try {
+    plan(traffic(), s);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("metronome_plan_unpriced.json: price_per_gpu_hour"), std::string::npos) << m;
+  }
+  // A pool size stated for one GPU would be wrong for every other candidate.
+  const Scenario fixed = testing::moshi(10, "windowed", {"engine.num_gpu_blocks=4000"});
+  EXPECT_THROW(plan(fixed, small_spec()), ConfigError);
+}
+
+}  // namespace metronome
