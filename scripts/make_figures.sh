@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the paper's figures and headline table from the shipped scenarios:
 # runs scenarios/experiments/*.json through metronome (scripts/experiments.py), plots them and writes
-# OUT/REPORT.md (scripts/figures.py). Plots need /usr/bin/python3 with matplotlib and numpy
+# OUT/REPORT.md (scripts/figures.py); each figure's runs, plot and rows are one module in
+# scripts/paper_figures/. Plots need /usr/bin/python3 with matplotlib and numpy
 # (scripts/setup.sh installs them).
 #   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N] [--cost-model M] [--only N]
 #     --quick       fewer points and seeds (CI; about 3 minutes on 2 cores, most of it figure 8's
@@ -38,7 +39,7 @@ while (($#)); do
       only=$2; shift
       [[ $only =~ ^[1-9](,[1-9])*$ ]] || { echo "make_figures: --only takes figure numbers 1-9, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
       ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """check_figures.py OUT: checks what scripts/make_figures.sh wrote into OUT.
 
-1. Every figure (fig1..fig8) exists as PNG and PDF, is non-trivial in size, and the PNG is a real
+1. Every figure (fig1..fig9) exists as PNG and PDF, is non-trivial in size, and the PNG is a real
    image of reasonable dimensions (read from its IHDR chunk), and REPORT.md embeds it.
 2. Every row of REPORT.md's headline table: the numbers in the "this run" cell, in order, equal the
    values at the JSON pointers its source cell cites (files metronome wrote under OUT/data/),
    to the precision printed; strings (which cap binds) appear in the cell; null reads "none".
-   Parsing is independent of scripts/figures.py: only the report text and the JSON files are read.
+   Parsing is independent of scripts/paper_figures/, which wrote them: only the report text and
+   the JSON files are read.
 """
 import json
 import os

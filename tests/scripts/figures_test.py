@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """figures_test.py SOURCE_DIR WORK_DIR: renders every figure from the data checked in under
-results/data (scripts/figures.py's own plot functions, into WORK_DIR) and checks what a paper
+results/data (each figure module's own plot(), scripts/paper_figures/, into WORK_DIR) and checks what a paper
 column needs of each: 3.5 in wide, no text under 7 pt, at most one legend, no title or caption
 text baked into the image (those are in REPORT.md), and every text inside the canvas.
 Exit 77 (skip) when /usr/bin/python3 lacks matplotlib or the data is not there."""
@@ -18,7 +18,8 @@ if not os.path.isdir(os.path.join(data, "fig1")):
     print(f"SKIP: no figure data under {data}")
     sys.exit(77)
 sys.path.insert(0, os.path.join(src, "scripts"))
-import figures  # noqa: E402
+import paper_figures  # noqa: E402
+from paper_figures import plots, runs  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
@@ -26,17 +27,16 @@ os.makedirs(work, exist_ok=True)
 link = os.path.join(work, "data")
 if not os.path.exists(link):
     os.symlink(data, link)
-figures.KEEP = []
-d = figures.Data(work)
-w = figures.load(os.path.join(figures.EXP_DIR, "workloads.json"))
-plots = [figures.fig1, figures.fig2, figures.fig3, figures.fig4, figures.fig5, figures.fig6,
-         figures.fig7, figures.fig8, figures.fig9]
+plots.KEEP = []
+d = plots.Data(work)
+w = runs.load(os.path.join(runs.EXP_DIR, "workloads.json"))
+figures = list(paper_figures.FIGURES)
 if not os.path.isfile(os.path.join(data, "fig8", "quality.json")):
-    plots.remove(figures.fig8)
-captions = [f(d, w, False) for f in plots]
+    figures.remove(paper_figures.fig8_quality)
+captions = [f.plot(d, w, False) for f in figures]
 errors = []
-if len(figures.KEEP) != len(plots):
-    errors.append(f"{len(figures.KEEP)} figures kept for {len(plots)} plotted (finish() not used?)")
+if len(plots.KEEP) != len(figures):
+    errors.append(f"{len(plots.KEEP)} figures kept for {len(figures)} plotted (finish() not used?)")
 
 
 def fail(msg):
@@ -44,7 +44,7 @@ def fail(msg):
     print("FAIL: " + msg)
 
 
-for (name, fig), (png, caption) in zip(figures.KEEP, captions):
+for (name, fig), (png, caption) in zip(plots.KEEP, captions):
     width, height = fig.get_size_inches()
     if abs(width - 3.5) > 1e-6:
         fail(f"{name}: {width:.2f} in wide, not one 3.5 in column")
@@ -74,5 +74,5 @@ for (name, fig), (png, caption) in zip(figures.KEEP, captions):
         if not os.path.isfile(os.path.join(work, "figures", f"{name}.{ext}")):
             fail(f"{name}.{ext} not written")
 
-print(f"figures_test: {len(figures.KEEP)} figures checked, {len(errors)} problems")
+print(f"figures_test: {len(plots.KEEP)} figures checked, {len(errors)} problems")
 sys.exit(1 if errors else 0)

@@ -1,0 +1,20 @@
+"""The paper's figures, one module per figure, each named like its experiment file
+(scenarios/experiments/figN_NAME.json). A figure's module holds all of it: run(r, w, quick)
+composes its scenarios and has metronome write its data under OUT/data/ (runs.py's Runner);
+plot(d, w, quick) draws that data (plots.py) and returns (PNG path, caption); its REPORT rows are
+functions that report.py calls in the table's order. Each module spells its data paths once, at
+its top, and run, plot and rows use them from there."""
+import os
+
+from . import (fig1_cliff_ramp, fig2_pool_fill, fig3_silent_failure, fig4_metastability,
+               fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion)
+
+FIGURES = [fig1_cliff_ramp, fig2_pool_fill, fig3_silent_failure, fig4_metastability,
+           fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion]
+
+
+def selected(only=()):
+    """The figures to run and plot: those numbered in `only` (all if empty), less figure 8 where
+    METRONOME_FIGURES_NO_QUALITY is set (sanitized test builds: its real model takes minutes)."""
+    return [f for f in FIGURES if (not only or f.NUMBER in only) and
+            not (f is fig8_quality and os.environ.get("METRONOME_FIGURES_NO_QUALITY"))]
