@@ -37,7 +37,7 @@ while (($#)); do
       ;;
     --only)
       only=$2; shift
-      [[ $only =~ ^[1-9](,[1-9])*$ ]] || { echo "make_figures: --only takes figure numbers 1-9, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
+      [[ $only =~ ^([1-9]|10)(,([1-9]|10))*$ ]] || { echo "make_figures: --only takes figure numbers 1-10, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
       ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;

@@ -7,10 +7,12 @@ its top, and run, plot and rows use them from there."""
 import os
 
 from . import (fig1_cliff_ramp, fig2_pool_fill, fig3_silent_failure, fig4_metastability,
-               fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion)
+               fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion,
+               fig10_fleet_admission)
 
 FIGURES = [fig1_cliff_ramp, fig2_pool_fill, fig3_silent_failure, fig4_metastability,
-           fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion]
+           fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion,
+           fig10_fleet_admission]
 
 
 def selected(only=()):

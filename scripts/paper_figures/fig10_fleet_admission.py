@@ -1,0 +1,93 @@
+"""Figure 10: a fleet of 8 Moshi replicas behind each gateway, unbounded against windowed KV: the
+calls placed, the frames that went silent and the goodput."""
+import os
+
+import numpy as np
+
+from .plots import COLORS, column_figure, finish, handles_of, panel, strip_legend
+from .runs import EXP_DIR, load, merge, spec
+
+NUMBER = 10
+SPEC = "fig10_fleet_admission.json"
+
+
+def run_dir(kv, gateway):
+    """Under data/: one fleet simulate run (summary.json, replicas.csv, replicas/)."""
+    return f"fig10/{kv}/{gateway}"
+
+
+def run(r, w, quick):
+    sp = spec(SPEC, quick)
+    base = load(os.path.normpath(os.path.join(EXP_DIR, sp["scenario"])))
+    base["comment"] = f"{SPEC}: {sp['comment']}"
+    # The figure reads the fleet's totals; each replica's time series only needs to exist.
+    base["output"] = sp["output"]
+    calls = []
+    for kv, kv_over in sp["kv_policies"].items():
+        for g, gw in sp["gateways"].items():
+            out_dir = r.dir(run_dir(kv, g))
+            s = merge(merge(base, kv_over), gw["override"])
+            path = r.write_scenario(os.path.join(out_dir, "scenario.in.json"), s)
+            calls.append((["simulate", "--scenario", path, "--out", out_dir], None))
+    r.parallel(calls)
+
+
+def cost_labels(d, sp):
+    """The cost model each fleet's replicas ran, from a replica's own summary."""
+    rels = [f"{run_dir(kv, g)}/replicas/0/summary.json" for kv in sp["kv_policies"]
+            for g in sp["gateways"]]
+    return d.cost_models(rels)
+
+
+def plot(d, w, quick):
+    sp = spec(SPEC, quick)
+    gateways = list(sp["gateways"])
+    fig, lax, axes = column_figure(3.4, 3, 1, legend_rows=1, sharex=True)
+    axes = [a[0] for a in axes]
+    x = np.arange(len(gateways))
+    width = 0.38
+    for i, kv in enumerate(sp["kv_policies"]):
+        f = [d.json(f"{run_dir(kv, g)}/summary.json")["fleet"] for g in gateways]
+        placed = [100.0 * s["calls_placed"] / s["calls_offered"] for s in f]
+        silent = [100.0 * s["silent_fraction"] for s in f]
+        goodput = [s["goodput_frames_per_s"] / 1000.0 for s in f]
+        off = (i - 0.5) * width
+        for a, vals in zip(axes, (placed, silent, goodput)):
+            a.bar(x + off, vals, width, color=COLORS[kv], label=f"{kv} KV")
+        for j, s in enumerate(f):
+            if s["replicas_stalled"]:
+                axes[1].annotate(f"{s['replicas_stalled']}/{s['replicas']}", (x[j] + off, silent[j]),
+                                 ha="center", va="bottom", fontsize=7)
+    panel(axes[0], "a", "calls placed")
+    axes[0].set_ylabel("% of offered")
+    axes[0].set_ylim(0, 115)
+    panel(axes[1], "b", "frames silent (n/8: replicas stalled)")
+    axes[1].set_ylabel("% of due")
+    axes[1].set_ylim(0, max(100, axes[1].get_ylim()[1] * 1.15))
+    panel(axes[2], "c", "goodput")
+    axes[2].set_ylabel("k frames/s\non time")
+    axes[2].set_xticks(x, [sp["gateways"][g]["tick"] for g in gateways])
+    for a in axes[:2]:
+        a.tick_params(labelbottom=False)
+    strip_legend(lax, *handles_of(axes[0]), ncol=2)
+    return finish(fig, d.out, "fig10_fleet_admission", NUMBER, sp["title"], cost_labels(d, sp),
+                  "8 Moshi replicas on H200 behind a least_sessions router, callers at 4 per "
+                  "second for 5 minutes on average, 20 minutes; each gateway (x axis) with "
+                  "unbounded and windowed (480 + 16 sinks) KV. (a) calls the gateway and the "
+                  "replicas' own admission placed; (b) due frames that went silent, with the "
+                  "number of replicas whose pool stalled; (c) frames answered within the "
+                  "deadline per second over the run. A rejected call is not a silent one.")
+
+
+def rows(t, w, quick):
+    sp = spec(SPEC, quick)
+    for kv in sp["kv_policies"]:
+        for g, gw in sp["gateways"].items():
+            rel = f"{run_dir(kv, g)}/summary.json#/fleet/"
+            t.row(f"fleet of 8 Moshi H200 replicas, 4 callers/s: {kv} KV, gateway {gw['label']}: "
+                  "calls placed of offered; replicas stalled; frames silent",
+                  "a KV-usage shedder sees unbounded KV fill; a latency controller does not "
+                  "(the paper's argument, at fleet scale)",
+                  "{} of {}; {} of {} stalled; {:.1f}% silent",
+                  [rel + "calls_placed", rel + "calls_offered", rel + "replicas_stalled",
+                   rel + "replicas", rel + "silent_fraction"], [None, None, None, None, 100])
