@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/config_error.h"
+#include "base/parallel_for.h"
 #include "base/progress.h"
 #include "base/version.h"
 #include "sim/fleet/fleet.h"
@@ -179,21 +180,14 @@ Plan plan(const Scenario& base, const PlanSpec& spec) {
     }
   }
   // One task per candidate; each result lands in its own slot, so no byte depends on -j.
-  std::atomic<size_t> next{0};
   const size_t n = out.candidates.size();
   const auto progress =
       spec.progress ? stderr_progress("plan", static_cast<int64_t>(n), "candidates") : nullptr;
-  auto work = [&]() {
-    for (size_t i; (i = next++) < n;) {
-      PlanCandidate& c = out.candidates[i];
-      if (c.skipped.empty()) search(base, spec, c);
-      if (progress) progress->add();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int j = 1; j < std::max(1, spec.jobs); ++j) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  parallel_for(n, spec.jobs, [&](size_t i) {
+    PlanCandidate& c = out.candidates[i];
+    if (c.skipped.empty()) search(base, spec, c);
+    if (progress) progress->add();
+  });
   if (progress) progress->finish();
   // Those that meet the tests, cheapest first (fewer GPUs, then the order given, among equals);
   // then the rest in the order given.

@@ -13,6 +13,7 @@
 
 #include "base/config_error.h"
 #include "base/json_file.h"
+#include "base/parallel_for.h"
 #include "base/progress.h"
 #include "base/version.h"
 #include "sim/capacity.h"
@@ -146,7 +147,6 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
   const size_t tasks = n * (1 + seeds);
   std::vector<RunResult> runs(n * seeds);
   std::vector<int64_t> deadline_caps(n);
-  std::atomic<size_t> next{0};
   const auto progress =
       spec.progress ? stderr_progress("recommend", static_cast<int64_t>(tasks), "tasks") : nullptr;
   const double fraction =
@@ -154,25 +154,19 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
   // The cells vary the window only: one cost model serves every run (each cell's step bounds are
   // checked against it).
   const std::unique_ptr<CostModel> cost = make_unchecked_cost_model(base);
-  auto work = [&]() {
-    for (size_t t; (t = next++) < tasks;) {
-      const size_t cell = t / (1 + seeds), k = t % (1 + seeds);
-      const Scenario sc = cell_scenario(base, out.cells[cell].window, out.cells[cell].sinks);
-      if (k == 0) {
-        deadline_caps[cell] = compute_capacity(sc, fraction).deadline_cap;
-      } else {
-        Scenario run = sc;
-        run.seed = base.seed + (k - 1);
-        check_step_bounds(run, *cost);
-        runs[cell * seeds + (k - 1)] = simulate(run, *cost);
-      }
-      if (progress) progress->add();
+  parallel_for(tasks, spec.jobs, [&](size_t t) {
+    const size_t cell = t / (1 + seeds), k = t % (1 + seeds);
+    const Scenario sc = cell_scenario(base, out.cells[cell].window, out.cells[cell].sinks);
+    if (k == 0) {
+      deadline_caps[cell] = compute_capacity(sc, fraction).deadline_cap;
+    } else {
+      Scenario run = sc;
+      run.seed = base.seed + (k - 1);
+      check_step_bounds(run, *cost);
+      runs[cell * seeds + (k - 1)] = simulate(run, *cost);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int j = 1; j < std::max(1, spec.jobs); ++j) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+    if (progress) progress->add();
+  });
   if (progress) progress->finish();
 
   for (size_t i = 0; i < n; ++i) {
