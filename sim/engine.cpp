@@ -17,9 +17,6 @@
 namespace metronome {
 namespace {
 
-// Keys a session has cached and visible to its next query: the KV a pass reads for it.
-int64_t cached_visible(int64_t ctx, kv::Window w) { return kv::visible_keys(ctx, w) - 1; }
-
 bool vllm_scheduler(const Scenario& s) { return s.engine.scheduler == "vllm_v1"; }
 
 // vLLM keeps one block of its pool as the null block of every block table.
@@ -32,9 +29,9 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
   c.block_size = s.engine.block_size;
   c.max_num_seqs = s.engine.max_sessions_per_step;
   c.max_num_batched_tokens = s.engine.max_num_batched_tokens;
-  if (s.kv_policy.bounded()) {
-    c.sliding_window = s.kv_policy.window().window + 1;  // vLLM's window counts the query
-    c.sink_tokens = s.kv_policy.window().sinks;
+  if (const kv::Window w = s.kv_policy.window(); !w.unbounded()) {
+    c.sliding_window = w.window + 1;  // vLLM's window counts the query
+    c.sink_tokens = w.sinks;
   }
   c.resumable = s.engine.session_model == "resumable";
   c.prefix_caching = s.engine.enable_prefix_caching;
@@ -52,7 +49,6 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       cost_(cost),
       observer_(observer),
       pool_(usable_blocks(s, pool)),
-      window_(s.kv_policy.window()),
       period_(from_seconds(s.workload.frame_period_s)),
       horizon_(from_seconds(s.horizon_s)),
       jitter_(from_seconds(s.workload.frame_jitter_s)),
@@ -61,7 +57,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       n_out_(s.workload.output_tokens_per_frame),
       max_batch_(s.engine.max_sessions_per_step),
       preempt_policy_(s.engine.exhaustion->preempts()),
-      rule_{s.workload.growth(), n_in_, n_out_, window_, block_size_},
+      rule_{s.workload.growth(), n_in_, n_out_, s.kv_rule()},
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       jitter_rng_(s.seed, "jitter"),
@@ -76,13 +72,15 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
   cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
-  settled_on_ = jitter_ == 0 && !vllm_;
-  // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
+  // The settled regime runs a window's closed forms: a policy that is no window runs without it.
+  settled_on_ = jitter_ == 0 && !vllm_ && rule_.residency.is_window();
+  // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
   const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
   memory_guard_ = s.admission.memory_guard == "on" ||
                   (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
+  if (s.kv_policy.policy->context_cap()) result_.sessions_context_capped = 0;
   if (memory_guard_ && window_reserve_ > 0) memory_cap_ = pool_.capacity() / window_reserve_;
   if (s.admission.join == "spread") spread_.emplace(period_);
   control_true_ = s.admission.control_loop().signal == "true";
@@ -186,7 +184,11 @@ Engine::Placement Engine::admit(Time now, double duration_s) {
   // call lasts its drawn length from then.
   const Time start = spread_ ? spread_->place(now) : now;
   // The call's length is drawn now; its frames and worst-case blocks follow from it.
-  const CallSpan call = call_span(start, duration_s, horizon_, period_);
+  CallSpan call = call_span(start, duration_s, horizon_, period_);
+  if (const auto cap = rule_.residency.cap_frames();
+      cap && cap_call(call, start, *cap, horizon_, period_)) {
+    ++*result_.sessions_context_capped;
+  }
   const int64_t frames = call.frames;
   int64_t reserve = 0;
   if (memory_guard_) {
@@ -391,7 +393,7 @@ void Engine::preempt(int64_t id, Time now) {
   v.held = 0;
   v.state = Session::State::kPreempted;
   // Its history must be recomputed: all of it unbounded, the sinks and window when windowed.
-  v.recompute = cached_visible(v.ctx, window_);
+  v.recompute = rule_.cached(v.ctx);
   ++result_.preemptions;
   if (!result_.first_preempt_s) result_.first_preempt_s = to_seconds(now);
   note_exhaustion(now);
@@ -527,7 +529,7 @@ void Engine::take_usual_run(Time now) {
     if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation || !s.usual_single()) break;
-    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
+    assert(s.held == rule.resident_blocks(s.ctx));
     const int64_t need = rule.later_new_blocks(s.ctx, s.held);
     if (need > left) break;
     left -= need;
@@ -627,7 +629,7 @@ void Engine::vllm_start_step(Time now) {
   }
   PassShape pass;
   for (const VllmScheduler::Scheduled& x : p.scheduled) {
-    add_chunk(pass, 1, x.tokens, cached_visible(x.computed, window_), window_);
+    add_chunk(pass, 1, x.tokens, rule_.residency.cached(x.computed), rule_.w);
     result_.max_resident_blocks_per_session =
         std::max(result_.max_resident_blocks_per_session, vllm_->blocks_held(x.session));
   }
@@ -689,7 +691,7 @@ void Engine::end_members(Time now) {
     s.ctx += rule.appended(s);
     s.held -= f;
     freed += f * s.count;
-    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
+    assert(s.held == rule.resident_blocks(s.ctx));
     s.recompute = 0;
     most_resident = std::max(most_resident, s.held);
     // Jitter delays a frame's release, not its place in the schedule (arrival + frame x period).
@@ -755,11 +757,11 @@ bool Engine::turns_away_any_caller() const {
   return at_cap() || (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
 }
 
-// The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;
+// The worst-case blocks of a session of `s.frames_total` frames: bounded KV, the policy's bound;
 // unbounded, what it holds while its last frame is served.
 int64_t Engine::reserve_for(const Session& s) const {
   if (window_reserve_ > 0) return window_reserve_;
-  return rule_.growth.step_blocks_at(s.frames_total - 1, window_, block_size_);
+  return rule_.residency.step_blocks_at(s.frames_total - 1);
 }
 
 // The controller's forecast (sim/settled_forecast.h): the observed latency scaled by how much
@@ -770,13 +772,15 @@ int64_t Engine::reserve_for(const Session& s) const {
 // observation above the model's raises the forecast; one below it (a quiet interval) cannot lower
 // it. Unbounded contexts never settle: the observation stands.
 double Engine::settled_latency(double observed) const {
-  if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || vllm_) return observed;
+  if (!rule_.residency.is_window() || rule_.w.unbounded() || !std::isfinite(observed) ||
+      live_ == 0 || vllm_)
+    return observed;
   std::vector<ForecastCaller> now, settled;
   const int64_t settled_cached = rule_.cached_cap;  // every settled caller reads S + W keys
   for (const Session& s : sessions_) {
     if (s.state == Session::State::kGone) continue;
     const Time phase = s.next_release % period_;
-    now.push_back({phase, s.count, cached_visible(s.ctx, window_)});
+    now.push_back({phase, s.count, rule_.cached(s.ctx)});
     settled.push_back({phase, s.count, settled_cached});
   }
   const int64_t cap = admission_->cap();
@@ -804,7 +808,7 @@ double Engine::settled_latency(double observed) const {
   if (full_step_utilisation(scenario_, live_ + newcomers, settled_cached, cost_) > 1) {
     return std::numeric_limits<double>::infinity();
   }
-  const ForecastShape shape{period_, n_in_, n_out_, max_batch_, window_};
+  const ForecastShape shape{period_, n_in_, n_out_, max_batch_, rule_.w};
   const double q = scenario_.admission.control_loop().quantile;
   const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
   if (!(base > 0)) return observed;

@@ -163,7 +163,6 @@ class Engine {
   const CostModel& cost_;
   RunObserver* observer_;
   BlockCounter pool_;
-  kv::Window window_;
 
   // Scenario constants in engine units.
   Time period_, horizon_, jitter_;
@@ -268,8 +267,8 @@ class Engine {
   // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
   bool memory_guard_ = false;
   int64_t reserved_ = 0;
-  int64_t window_reserve_ = 0;         // windowed: the per-session bound
-  std::optional<int64_t> memory_cap_;  // windowed with the guard: pool / per-session bound
+  int64_t window_reserve_ = 0;         // bounded KV: the per-session bound
+  std::optional<int64_t> memory_cap_;  // bounded KV with the guard: pool / per-session bound
   // Phase-aware joining (AdmissionConfig::join "spread"): the live callers' phases.
   std::optional<PhaseSpread> spread_;
   Time join_delay_sum_ = 0, join_delay_max_ = 0;

@@ -17,12 +17,12 @@ struct PoolSizing {
   bool overridden = false;  // engine.num_blocks was given
 };
 
-// Throws ConfigError when the pool cannot hold even one session's first frame, or, with windowed
-// KV, one session's sinks, window and frame.
+// Throws ConfigError when the pool cannot hold even one session's first frame, or, with bounded
+// KV, one session at its most.
 PoolSizing size_pool(const Scenario& s);
 
-// Windowed KV: the most blocks one session ever holds (sinks + window + the frame being ingested),
-// over every block alignment the frames go through. 0 for unbounded KV, which has no bound.
+// Bounded KV: the most blocks one session ever holds while a frame is served
+// (KvPolicy::max_step_blocks). 0 for unbounded KV, which has no bound.
 int64_t max_blocks_per_session(const Scenario& s);
 
 }  // namespace metronome
