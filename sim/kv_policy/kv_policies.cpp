@@ -1,5 +1,6 @@
 // The KV policies: one line each.
 #include "sim/kv_policy/kv_policy.h"
+#include "sim/kv_policy/periodic_reset.h"
 #include "sim/kv_policy/unbounded.h"
 #include "sim/kv_policy/windowed.h"
 
@@ -10,6 +11,7 @@ PolicyRegistry<KvPolicy>& kv_policies() {
     PolicyRegistry<KvPolicy> p;
     p.add("unbounded", {}, &UnboundedKv::parse);
     p.add("windowed", {"window_tokens", "sink_tokens"}, &WindowedKv::parse);
+    p.add("periodic_reset", {"reset_frames"}, &PeriodicResetKv::parse);
     return p;
   }();
   return r;
