@@ -1,4 +1,5 @@
 // The KV policies: one line each.
+#include "sim/kv_policy/context_cap.h"
 #include "sim/kv_policy/kv_policy.h"
 #include "sim/kv_policy/periodic_reset.h"
 #include "sim/kv_policy/unbounded.h"
@@ -12,6 +13,7 @@ PolicyRegistry<KvPolicy>& kv_policies() {
     p.add("unbounded", {}, &UnboundedKv::parse);
     p.add("windowed", {"window_tokens", "sink_tokens"}, &WindowedKv::parse);
     p.add("periodic_reset", {"reset_frames"}, &PeriodicResetKv::parse);
+    p.add("context_cap", {"cap_tokens"}, &ContextCapKv::parse);
     return p;
   }();
   return r;
