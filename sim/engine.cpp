@@ -509,7 +509,17 @@ int64_t Engine::choose_batch(Time now) {
 // usual single callers (Session::usual_single) and whose blocks fit, with the pool and the sums
 // that price them in locals: the stores into each session would otherwise make the compiler
 // reload and store them once per frame. Stops at the first ticket it does not cover, which the
-// one-by-one path then looks at.
+// one-by-one path then looks at. A template on whether the KV policy is a window, tested once a
+// run rather than once a frame.
+void Engine::take_usual_run(Time now) {
+  if (rule_.residency.is_window()) {
+    take_usual_run<true>(now);
+  } else {
+    take_usual_run<false>(now);
+  }
+}
+
+template <bool kWindow>
 void Engine::take_usual_run(Time now) {
   const size_t run = ready_.ring_size();
   const Time bound = std::min(now, ready_.run_bound());
@@ -530,12 +540,12 @@ void Engine::take_usual_run(Time now) {
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation || !s.usual_single()) break;
     assert(s.held == rule.resident_blocks(s.ctx));
-    const int64_t need = rule.later_new_blocks(s.ctx, s.held);
+    const int64_t need = rule.later_new_blocks<kWindow>(s.ctx, s.held);
     if (need > left) break;
     left -= need;
     s.held += need;
     s.in_step = true;
-    rule.add_to_run(s.ctx, sums);
+    rule.add_to_run<kWindow>(s.ctx, sums);
     out[k] = {t.id, t.incarnation};
   }
   batch_.added(k);
@@ -654,10 +664,12 @@ void Engine::on_step_done(Time now) {
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
   if (vllm_) vllm_step_done(now);
+  // Templates on jitter and on whether the KV policy is a window: nothing in the loop tests them.
+  const bool window = rule_.residency.is_window();
   if (jitter_ > 0) {
-    end_members<true>(now);
+    window ? end_members<true, true>(now) : end_members<true, false>(now);
   } else {
-    end_members<false>(now);
+    window ? end_members<false, true>(now) : end_members<false, false>(now);
   }
   if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
   batch_.clear();
@@ -665,9 +677,10 @@ void Engine::on_step_done(Time now) {
 }
 
 // Each member of the step that is still there has its frame served and is queued for its next,
-// and the blocks that fell out of the windows go back to the pool. A template on jitter: without
-// it a frame is released on its schedule, and the loop tests nothing for it.
-template <bool kJitter>
+// and the blocks that fell out of the windows go back to the pool. A template on jitter (without
+// it a frame is released on its schedule, and the loop tests nothing for it) and on whether the
+// KV policy is a window (its closed forms, with no test per frame).
+template <bool kJitter, bool kWindow>
 void Engine::end_members(Time now) {
   // Nothing in the loop reads the pool or the largest residency: both are summed up after it.
   int64_t freed = 0;
@@ -686,7 +699,7 @@ void Engine::end_members(Time now) {
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation) continue;  // it left, or merged, during the step
     s.in_step = false;
-    const int64_t f = rule.freed_blocks(s);
+    const int64_t f = rule.freed_blocks<kWindow>(s);
     if (f < 0) throw std::logic_error("Engine: a step left a session more blocks");
     s.ctx += rule.appended(s);
     s.held -= f;

@@ -98,7 +98,7 @@ class Engine {
   }
   void on_departure(int64_t id);
   void on_step_done(Time now);
-  template <bool kJitter>
+  template <bool kJitter, bool kWindow>
   void end_members(Time now);
   void on_control(Time now);
   void summarise_admission();
@@ -110,6 +110,8 @@ class Engine {
   Time settled_step_time(int64_t k, int64_t sum_ctx);
   int64_t choose_batch(Time now);
   bool take(const Ticket& t, Time now);
+  void take_usual_run(Time now);
+  template <bool kWindow>
   void take_usual_run(Time now);
   double pass_seconds() const;
   void start_step(Time now, double seconds);

@@ -34,19 +34,26 @@ class KvRule {
   const kv::FrameGrowth& growth() const { return g_; }
   kv::BlockSize block_size() const { return bs_; }
 
+  // kWindow: the caller has seen is_window() (the engine's per-frame loops test it once a step,
+  // not once a call).
   // Blocks held between steps by a session that has cached ctx tokens.
+  template <bool kWindow = false>
   int64_t resident_blocks(int64_t ctx) const {
-    return general_ ? blocks(from(ctx), ctx) : kv::resident_blocks(ctx, w_, bs_);
+    if (kWindow || !general_) return kv::resident_blocks(ctx, w_, bs_);
+    return blocks(from(ctx), ctx);
   }
   // Blocks held while a step appends n tokens to a context of ctx.
+  template <bool kWindow = false>
   int64_t step_blocks(int64_t ctx, int64_t n) const {
-    return general_ ? blocks(from(ctx), ctx + n) : kv::step_blocks(ctx, n, w_, bs_);
+    if (kWindow || !general_) return kv::step_blocks(ctx, n, w_, bs_);
+    return blocks(from(ctx), ctx + n);
   }
   // Blocks held while frame m is served: its peak over that frame.
   int64_t step_blocks_at(int64_t m) const { return step_blocks(g_.context_at(m), g_.appended(m)); }
   // Cached keys visible to the next query of a session that has cached ctx tokens.
+  template <bool kWindow = false>
   int64_t cached(int64_t ctx) const {
-    if (!general_) return kv::visible_keys(ctx, w_) - 1;
+    if (kWindow || !general_) return kv::visible_keys(ctx, w_) - 1;
     const int64_t start = from(ctx);
     return (start > sinks_ ? sinks_ : start) + (ctx - start);
   }
