@@ -56,7 +56,8 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
       max_batch_(s.engine.max_sessions_per_step),
-      preempt_policy_(s.engine.exhaustion->preempts()),
+      exhaustion_(*s.engine.exhaustion),
+      keeps_admission_order_(exhaustion_.preempts()),
       rule_{s.workload.growth(), n_in_, n_out_, s.kv_rule()},
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
@@ -68,10 +69,10 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       ledger_(s, result_, observer, control_on_) {
   if (period_ < 1) period_ = 1;
   if (vllm_scheduler(s)) {
-    preempt_policy_ = false;
+    keeps_admission_order_ = false;  // vLLM's scheduler preempts by its own rule
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
-  cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
+  cohorts_ = !exhaustion_.preempts() && jitter_ == 0 && !vllm_;
   // The settled regime runs a window's closed forms: a policy that is no window runs without it.
   settled_on_ = jitter_ == 0 && !vllm_ && rule_.residency.is_window();
   // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
@@ -228,7 +229,7 @@ Engine::Placement Engine::admit(Time now, double duration_s) {
   if (s.end != kNever) events_.push(s.end, EventKind::kDeparture, id, s.incarnation);
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
-  if (preempt_policy_) admit_stack_.push_back({id, s.admit_order});
+  if (keeps_admission_order_) admit_stack_.push_back({id, s.admit_order});
   if (vllm_) vllm_->open(id);
   ++live_;
   result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
@@ -309,7 +310,7 @@ void Engine::on_departure(int64_t id) {
   s.held = 0;
   if (s.stalled) {
     stalled_ -= s.count;
-    if (!preempt_policy_) ++blocked_dead_;  // its entry in blocked_ is now dead
+    ++blocked_dead_;  // a stalled frame waits in blocked_: its entry there is now dead
   }
   s.state = Session::State::kGone;
   next_incarnation(id);  // its tickets and step membership are stale from now
@@ -342,7 +343,7 @@ bool Engine::reserve(const Ticket& t, Time now) {
   }
   Session& s = sessions_[id];
   if ((fits && pool_.try_allocate(need * s.count)) ||
-      (preempt_policy_ && preempt_newer_than(id, need, now) && pool_.try_allocate(need))) {
+      (exhaustion_.make_room(*this, id, need, now) && pool_.try_allocate(need * s.count))) {
     s.held = total;
     if (s.stalled) {
       s.stalled = false;
@@ -356,16 +357,15 @@ bool Engine::reserve(const Ticket& t, Time now) {
     return true;
   }
   note_exhaustion(now);
-  if (preempt_policy_) {
-    if (s.held > 0) preempt(id, now);  // it is the newest that holds blocks: vLLM evicts it
-  } else if (!s.stalled) {
+  if (exhaustion_.on_refused(*this, id, s.held > 0, now) == ExhaustionPolicy::Refused::kWait &&
+      !s.stalled) {
     s.stalled = true;
     stalled_ += s.count;
   }
   return false;
 }
 
-bool Engine::preempt_newer_than(int64_t id, int64_t need, Time now) {
+bool Engine::evict_newer_than(int64_t id, int64_t need, Time now) {
   const int64_t order = sessions_[id].admit_order;
   // Walk from the newest admission down, evicting sessions that are not in this step, until enough
   // blocks are free or only older sessions remain.
@@ -380,12 +380,12 @@ bool Engine::preempt_newer_than(int64_t id, int64_t need, Time now) {
     }
     if (v.admit_order <= order) break;
     if (v.in_step || v.held == 0) continue;
-    preempt(t.id, now);
+    evict(t.id, now);
   }
   return pool_.free() >= need;
 }
 
-void Engine::preempt(int64_t id, Time now) {
+void Engine::evict(int64_t id, Time now) {
   Session& v = sessions_[id];
   if (v.count != 1) throw std::logic_error("Engine: cohorts are not used with preemption");
   const int64_t freed = v.held;
@@ -465,7 +465,7 @@ int64_t Engine::choose_batch(Time now) {
       ready_.pop_front();
     }
     if (!take(t, now)) {
-      if (preempt_policy_) {
+      if (!sessions_[t.id].stalled) {  // the policy retries it (ExhaustionPolicy::Refused)
         kept_.push_back(t);
       } else if (block(t) <= cursor) {
         ++cursor;  // not to be retried in this pass
@@ -487,7 +487,7 @@ int64_t Engine::choose_batch(Time now) {
     const Ticket t = *f;
     ready_.pop_front();
     if (!take(t, now)) {
-      if (preempt_policy_) {
+      if (!sessions_[t.id].stalled) {  // the policy retries it (ExhaustionPolicy::Refused)
         kept_.push_back(t);
       } else if (block(t) <= cursor) {
         ++cursor;

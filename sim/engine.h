@@ -40,7 +40,7 @@
 
 namespace metronome {
 
-class Engine {
+class Engine final : private ExhaustionSite {
  public:
   // `cost` and `observer` (which may be null) must outlive the engine.
   Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
@@ -120,8 +120,9 @@ class Engine {
   void note_exhaustion(Time now);
   void wake_at_next_release(Time now);
   bool reserve(const Ticket& t, Time now);
-  bool preempt_newer_than(int64_t id, int64_t need, Time now);
-  void preempt(int64_t id, Time now);
+  // ExhaustionSite: what the exhaustion policy may do.
+  bool evict_newer_than(int64_t id, int64_t need, Time now) override;
+  void evict(int64_t id, Time now) override;
   [[gnu::always_inline]] void enqueue(int64_t id) {
     if (sessions_[id].twin && absorb_into_back(id)) return;
     ready_.push_fresh(ticket(id, next_seq_++));
@@ -170,7 +171,8 @@ class Engine {
   Time period_, horizon_, jitter_;
   kv::BlockSize block_size_;
   int64_t n_in_, n_out_, max_batch_;
-  bool preempt_policy_;
+  const ExhaustionPolicy& exhaustion_;
+  bool keeps_admission_order_;  // the policy evicts newest first (never with vllm_v1)
   bool cohorts_;
   FrameRule rule_;  // on the constants above and the workload's kv::FrameGrowth
   // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted

@@ -75,7 +75,14 @@ class ToyTail final : public KvPolicy {
 class ToyEvict final : public ExhaustionPolicy {
  public:
   std::string type() const override { return "toy_evict"; }
-  Response response() const override { return Response::kPreemptNewest; }
+  bool preempts() const override { return true; }
+  bool make_room(ExhaustionSite& site, int64_t id, int64_t need, Time now) const override {
+    return site.evict_newer_than(id, need, now);
+  }
+  Refused on_refused(ExhaustionSite& site, int64_t id, bool holds_blocks, Time now) const override {
+    if (holds_blocks) site.evict(id, now);
+    return Refused::kRetry;
+  }
   static std::shared_ptr<const ExhaustionPolicy> parse(JsonSection&) {
     return std::make_shared<ToyEvict>();
   }
