@@ -75,8 +75,10 @@ Run add_quality(CLI::App& app) {
   cmd->add_option("--sinks", o->sinks, "S of the default sinks + window policy")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_option("--policy", o->policies,
-                  "Policies compared instead of the defaults: full, wW or sSwW (e.g. s4w256)");
+  cmd->add_option(
+      "--policy", o->policies,
+      "Policies compared instead of the defaults: full, wW, sSwW (e.g. s4w256) or rR (the "
+      "KV cleared every R tokens, perplexity only)");
   cmd->add_option("--grid-windows", o->grid_windows,
                   "Also score every W here with every S of --grid-sinks (perplexity only)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -23,6 +23,12 @@ struct FrameGrowth {
   constexpr METRONOME_HD int64_t context_at(int64_t m) const {
     return m <= 0 ? 0 : prompt + m * per_frame;
   }
+  // The most frames whose KV fits in `tokens`: the largest m with context_at(m) <= tokens (with
+  // nothing appended per frame, every frame past the prompt's: INT64_MAX).
+  constexpr METRONOME_HD int64_t frames_within(int64_t tokens) const {
+    if (tokens < context_at(1)) return 0;
+    return per_frame > 0 ? (tokens - prompt) / per_frame : INT64_MAX;
+  }
   // Blocks the session holds while frame m is served: its peak over that frame.
   constexpr METRONOME_HD int64_t step_blocks_at(int64_t m, Window w, BlockSize block_size) const {
     return step_blocks(context_at(m), appended(m), w, block_size);

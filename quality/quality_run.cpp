@@ -146,7 +146,7 @@ int32_t next_token(std::span<const float> logits, const BpeTokenizer& tok, doubl
 
 }  // namespace
 
-std::string policy_name(kv::Window w) {
+std::string policy_name(kv::Window w) {  // a window's; a reset's is "rR"
   if (w.unbounded()) return "full";
   return (w.sinks > 0 ? "s" + std::to_string(w.sinks) : std::string()) + "w" +
          std::to_string(w.window);
@@ -154,12 +154,16 @@ std::string policy_name(kv::Window w) {
 
 KvPolicy parse_policy(const std::string& spec, const std::string& option) {
   if (spec == "full") return {"full", kv::Window{}};
+  static const std::regex reset("r([0-9]{1,7})");
+  if (std::smatch m; std::regex_match(spec, m, reset) && std::stoll(m[1].str()) >= 1) {
+    return {spec, kv::Window{}, std::stoll(m[1].str())};
+  }
   static const std::regex re("(?:s([0-9]{1,6}))?w([0-9]{1,7})");
   std::smatch m;
   if (!std::regex_match(spec, m, re)) {
     throw ConfigError(option + ": policy \"" + spec +
-                      "\", expected full, wW (window of W tokens) or sSwW (S sinks + W window), "
-                      "e.g. s4w256");
+                      "\", expected full, wW (window of W tokens), sSwW (S sinks + W window) or "
+                      "rR (a reset every R >= 1 tokens), e.g. s4w256");
   }
   kv::Window w;
   w.sinks = m[1].matched ? std::stoll(m[1].str()) : 0;
@@ -183,13 +187,32 @@ std::vector<PerplexityResult> score_text(const LlamaModel& model,
   const auto steps = (static_cast<int64_t>(tokens.size()) + o.chunk - 1) / o.chunk;
   const auto progress =
       o.progress ? stderr_progress("quality perplexity", steps, "steps") : nullptr;
+  // The policies' sequences, then the pieces of the resets' (see the header), stepped together.
+  std::vector<std::vector<int32_t>> seqs;
+  for (const auto& p : policies) seqs.push_back(p.reset > 0 ? std::vector<int32_t>{} : tokens);
   std::vector<kv::Window> windows;
   for (const auto& p : policies) windows.push_back(p.window);
+  const auto n_tok = static_cast<int64_t>(tokens.size());
+  std::vector<size_t> first_piece(policies.size(), 0);
+  for (size_t i = 0; i < policies.size(); ++i) {
+    first_piece[i] = seqs.size();
+    for (int64_t j0 = 0; policies[i].reset > 0 && j0 + 1 < n_tok; j0 += policies[i].reset) {
+      seqs.emplace_back(tokens.begin() + j0,
+                        tokens.begin() + std::min(n_tok, j0 + policies[i].reset + 1));
+      windows.push_back(kv::Window{});
+    }
+  }
   Workers workers(o.threads);
-  const std::vector<std::vector<double>> nll =
-      stream_nll(model, std::vector<std::vector<int32_t>>(policies.size(), tokens), windows,
-                 o.positions, o.chunk, workers, progress.get(), o.share_prefix);
+  std::vector<std::vector<double>> nll = stream_nll(model, seqs, windows, o.positions, o.chunk,
+                                                    workers, progress.get(), o.share_prefix);
   if (progress) progress->finish();
+  for (size_t i = 0; i < policies.size(); ++i) {
+    if (policies[i].reset == 0) continue;
+    nll[i].assign(static_cast<size_t>(std::max<int64_t>(0, n_tok - 1)), 0.0);
+    auto at = nll[i].begin();  // token jR + t's nll from piece j's t-th
+    for (size_t k = first_piece[i]; at != nll[i].end(); ++k)
+      at = std::copy(nll[k].begin(), nll[k].end(), at);
+  }
   std::vector<PerplexityResult> out;
   for (size_t i = 0; i < policies.size(); ++i) {
     PerplexityResult r;
@@ -229,23 +252,28 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
   r.perplexity = score_text(model, scored, all, o);
   r.seconds_perplexity = seconds_since(t0);
 
-  if (o.generate_tokens > 0) {
+  // A reset is scored only: generation runs under the windows.
+  std::vector<KvPolicy> generated;
+  for (const auto& p : o.policies) {
+    if (p.reset == 0) generated.push_back(p);
+  }
+  if (o.generate_tokens > 0 && !generated.empty()) {
     t0 = std::chrono::steady_clock::now();
     const int64_t P = std::min<int64_t>(o.prompt_tokens, o.tokens);
     const std::vector<int32_t> prompt(text_tokens.begin(), text_tokens.begin() + P);
     const LlamaConfig& c = model.config();
-    const size_t np = o.policies.size();
+    const size_t np = generated.size();
     // The policies decode together, one token each per step: a decode step reads every weight
     // once for all of them (memory-bound), and the fixed grouping keeps the result independent of
     // the thread count.
     int32_t blocks = 0;
-    for (const auto& pol : o.policies) {
+    for (const auto& pol : generated) {
       blocks += KvBatch::blocks_needed(pol.window, P + o.generate_tokens, P, kBlockSize);
     }
     KvBatch kv(c, blocks, kBlockSize);
     Workers workers(o.threads);
     std::vector<Rng> rngs;
-    for (const auto& pol : o.policies) {
+    for (const auto& pol : generated) {
       kv.add(pol.window, o.positions);
       rngs.emplace_back(o.seed, "generation");  // the same draws for every policy
     }
@@ -271,7 +299,7 @@ QualityResult run_quality(const LlamaModel& model, const BpeTokenizer& tok,
         model, texts, std::vector<kv::Window>(np, kv::Window{}), o.positions, o.chunk, workers);
     for (size_t s = 0; s < gen.size(); ++s) {
       GenerationResult g;
-      g.policy = o.policies[s];
+      g.policy = generated[s];
       g.tokens = gen[s];
       g.text = tok.decode(gen[s]);
       g.ppl_full = mean_ppl(nll[s], static_cast<size_t>(P - 1), nll[s].size());
@@ -287,6 +315,7 @@ nlohmann::json quality_json(const QualityResult& r, const QualityOptions& o) {
   using nlohmann::json;
   auto window_json = [](const KvPolicy& p) {
     json j{{"name", p.name}};
+    if (p.reset > 0) j["reset_tokens"] = p.reset;
     if (p.window.unbounded()) {
       j["window"] = nullptr;
       j["sinks"] = 0;

@@ -20,11 +20,16 @@ class LlamaModel;
 class BpeTokenizer;
 
 struct KvPolicy {
-  std::string name;  // "full", "w256", "s4w256"
+  std::string name;  // "full", "w256", "s4w256", "r1500"
   kv::Window window;
+  // > 0: the KV is cleared every `reset` tokens and positions start again from 0 (the simulator's
+  // kv_policy periodic_reset, in tokens): the model forgets everything before each reset. Scored
+  // only (no generation).
+  int64_t reset = 0;
 };
 
-// "full" | "wW" | "sSwW" (e.g. "s4w256"); ConfigError naming the option otherwise.
+// "full" | "wW" | "sSwW" (e.g. "s4w256") | "rR" (a reset every R tokens); ConfigError naming the
+// option otherwise.
 KvPolicy parse_policy(const std::string& spec, const std::string& option);
 std::string policy_name(kv::Window w);
 
@@ -71,7 +76,10 @@ struct QualityResult {
   double seconds_perplexity = 0, seconds_generation = 0;
 };
 
-// Scores `tokens` (the first N of the text) under each policy, sequences stepped together.
+// Scores `tokens` (the first N of the text) under each policy, sequences stepped together. Under a
+// reset every R tokens, token t's prediction is made by the last query before it, which sees the
+// tokens since the reset before t - 1: the text is scored as pieces [jR, (j + 1)R], each from
+// position 0 with full attention, piece j giving tokens jR + 1 .. (j + 1)R.
 std::vector<PerplexityResult> score_text(const LlamaModel& model,
                                          const std::vector<int32_t>& tokens,
                                          const std::vector<KvPolicy>& policies,

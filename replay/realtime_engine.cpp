@@ -62,6 +62,23 @@ kernels::ModelShape model_shape(const ModelConfig& m) {
   return s;
 }
 
+kv::Window replayed_window(const Scenario& s) {
+  const std::string where =
+      s.source + ": real engine: kv_policy.type \"" + s.kv_policy.type() + "\" ";
+  const auto w = s.kv_policy.policy->window();
+  if (!w) {
+    throw ConfigError(where +
+                      "is no sliding window, which the kernels run; expected "
+                      "\"unbounded\" or \"windowed\"");
+  }
+  if (s.kv_policy.policy->context_cap()) {
+    throw ConfigError(where +
+                      "ends calls at a context cap, which the real engine does not; "
+                      "expected \"unbounded\" or \"windowed\"");
+  }
+  return *w;
+}
+
 namespace {
 
 int32_t checked_blocks(const Scenario& s) {
@@ -87,7 +104,7 @@ RealtimeEngine::RealtimeEngine(const Scenario& s, StepBackend& backend, Clock& c
     : scenario_(s),
       backend_(backend),
       clock_(clock),
-      window_(s.kv_policy.window()),
+      window_(replayed_window(s)),
       block_size_(static_cast<int32_t>(s.engine.block_size)),
       pool_(checked_blocks(s)),
       period_(std::max<Time>(1, from_seconds(s.workload.frame_period_s))),

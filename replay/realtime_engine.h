@@ -94,6 +94,11 @@ void check_replay_bounds(const Scenario& s);
 // The decoder shape of a scenario's model (kernels::ModelShape from sim's ModelConfig).
 kernels::ModelShape model_shape(const ModelConfig& m);
 
+// The KV rule the real engine and its kernels run: the scenario's policy as a kv::Window. A
+// ConfigError naming the file and kv_policy.type for a policy that is none, or that caps the
+// context (the real engine does not end calls there).
+kv::Window replayed_window(const Scenario& s);
+
 class RealtimeEngine {
  public:
   // `backend` and `clock` must outlive the engine; the backend's pool must have the scenario's

@@ -122,7 +122,7 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
   {
     BackendConfig bc;
     bc.model = model_shape(real.model);
-    bc.window = real.kv_policy.window();
+    bc.window = replayed_window(real);
     bc.num_blocks = static_cast<int32_t>(r.prediction.pool.num_blocks);
     bc.block_size = static_cast<int32_t>(real.engine.block_size);
     bc.seed = real.seed;

@@ -29,4 +29,15 @@ inline CallSpan call_span(Time start, double duration_s, Time horizon, Time peri
   return {start + call, kv::ceil_div(call, period)};
 }
 
+// A call whose context reaches the KV policy's cap (KvPolicy::context_cap) ends once its
+// `cap_frames` frames are out, when the next would be released, unless it hangs up first (or at
+// that instant) or the run ends before. True when the cap ends it.
+inline bool cap_call(CallSpan& call, Time start, int64_t cap_frames, Time horizon, Time period) {
+  if (start > horizon || cap_frames > (horizon - start) / period) return false;
+  const Time end = start + cap_frames * period;
+  if (call.end != kNever && call.end <= end) return false;
+  call = {end, cap_frames};
+  return true;
+}
+
 }  // namespace metronome

@@ -62,9 +62,10 @@ bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double 
 double default_probe_s(const Scenario& s) {
   const double rate = static_cast<double>(s.workload.kv_tokens()) / s.workload.frame_period_s;
   if (s.kv_policy.bounded() && rate > 0) {
-    // Long enough for every window to fill, plus as long again at steady state.
-    const auto w = s.kv_policy.window();
-    return std::max(10.0, 2.0 * static_cast<double>(w.window + w.sinks) / rate);
+    // Long enough for every session's resident KV to reach its bound, plus as long again at steady
+    // state.
+    const int64_t most = s.kv_policy.policy->max_resident_tokens(s.workload.growth());
+    return std::max(10.0, 2.0 * static_cast<double>(most) / rate);
   }
   // Unbounded: the latency at the end of a call, where its context (and cost) is largest.
   const double call =
@@ -111,7 +112,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   if (s.engine.scheduler == "frame") {
     const auto frames = static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s));
     const int64_t ctx = s.workload.growth().context_at(frames);
-    c.pace_cap = full_step_sessions(s, kv::visible_keys(ctx, s.kv_policy.window()) - 1, *cost);
+    c.pace_cap = full_step_sessions(s, s.kv_rule().cached(ctx), *cost);
   }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
   auto probe = [&](const Scenario& sc, int64_t n, bool random) {

@@ -17,9 +17,6 @@
 namespace metronome {
 namespace {
 
-// Keys a session has cached and visible to its next query: the KV a pass reads for it.
-int64_t cached_visible(int64_t ctx, kv::Window w) { return kv::visible_keys(ctx, w) - 1; }
-
 bool vllm_scheduler(const Scenario& s) { return s.engine.scheduler == "vllm_v1"; }
 
 // vLLM keeps one block of its pool as the null block of every block table.
@@ -32,9 +29,9 @@ VllmSchedulerConfig vllm_config(const Scenario& s) {
   c.block_size = s.engine.block_size;
   c.max_num_seqs = s.engine.max_sessions_per_step;
   c.max_num_batched_tokens = s.engine.max_num_batched_tokens;
-  if (s.kv_policy.bounded()) {
-    c.sliding_window = s.kv_policy.window().window + 1;  // vLLM's window counts the query
-    c.sink_tokens = s.kv_policy.window().sinks;
+  if (const kv::Window w = s.kv_policy.window(); !w.unbounded()) {
+    c.sliding_window = w.window + 1;  // vLLM's window counts the query
+    c.sink_tokens = w.sinks;
   }
   c.resumable = s.engine.session_model == "resumable";
   c.prefix_caching = s.engine.enable_prefix_caching;
@@ -52,7 +49,6 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       cost_(cost),
       observer_(observer),
       pool_(usable_blocks(s, pool)),
-      window_(s.kv_policy.window()),
       period_(from_seconds(s.workload.frame_period_s)),
       horizon_(from_seconds(s.horizon_s)),
       jitter_(from_seconds(s.workload.frame_jitter_s)),
@@ -60,8 +56,9 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
       max_batch_(s.engine.max_sessions_per_step),
-      preempt_policy_(s.engine.exhaustion->preempts()),
-      rule_{s.workload.growth(), n_in_, n_out_, window_, block_size_},
+      exhaustion_(*s.engine.exhaustion),
+      keeps_admission_order_(exhaustion_.preempts()),
+      rule_{s.workload.growth(), n_in_, n_out_, s.kv_rule()},
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       jitter_rng_(s.seed, "jitter"),
@@ -72,17 +69,19 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       ledger_(s, result_, observer, control_on_) {
   if (period_ < 1) period_ = 1;
   if (vllm_scheduler(s)) {
-    preempt_policy_ = false;
+    keeps_admission_order_ = false;  // vLLM's scheduler preempts by its own rule
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
-  cohorts_ = !preempt_policy_ && jitter_ == 0 && !vllm_;
-  settled_on_ = jitter_ == 0 && !vllm_;
-  // The guard needs a bound on each session's blocks: windowed KV has one; unbounded KV has one
+  cohorts_ = !exhaustion_.preempts() && jitter_ == 0 && !vllm_;
+  // The settled regime runs a window's closed forms: a policy that is no window runs without it.
+  settled_on_ = jitter_ == 0 && !vllm_ && rule_.residency.is_window();
+  // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
   const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
   memory_guard_ = s.admission.memory_guard == "on" ||
                   (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
+  if (s.kv_policy.policy->context_cap()) result_.sessions_context_capped = 0;
   if (memory_guard_ && window_reserve_ > 0) memory_cap_ = pool_.capacity() / window_reserve_;
   if (s.admission.join == "spread") spread_.emplace(period_);
   control_true_ = s.admission.control_loop().signal == "true";
@@ -186,7 +185,11 @@ Engine::Placement Engine::admit(Time now, double duration_s) {
   // call lasts its drawn length from then.
   const Time start = spread_ ? spread_->place(now) : now;
   // The call's length is drawn now; its frames and worst-case blocks follow from it.
-  const CallSpan call = call_span(start, duration_s, horizon_, period_);
+  CallSpan call = call_span(start, duration_s, horizon_, period_);
+  if (const auto cap = rule_.residency.cap_frames();
+      cap && cap_call(call, start, *cap, horizon_, period_)) {
+    ++*result_.sessions_context_capped;
+  }
   const int64_t frames = call.frames;
   int64_t reserve = 0;
   if (memory_guard_) {
@@ -227,7 +230,7 @@ Engine::Placement Engine::admit(Time now, double duration_s) {
   last_hang_up_ = std::max(last_hang_up_, s.end);
   s.admit_order = next_admit_order_++;
   s.next_release = release_time(s, 0);
-  if (preempt_policy_) admit_stack_.push_back({id, s.admit_order});
+  if (keeps_admission_order_) admit_stack_.push_back({id, s.admit_order});
   if (vllm_) vllm_->open(id);
   ++live_;
   result_.peak_live_sessions = std::max(result_.peak_live_sessions, live_);
@@ -308,7 +311,7 @@ void Engine::on_departure(int64_t id) {
   s.held = 0;
   if (s.stalled) {
     stalled_ -= s.count;
-    if (!preempt_policy_) ++blocked_dead_;  // its entry in blocked_ is now dead
+    ++blocked_dead_;  // a stalled frame waits in blocked_: its entry there is now dead
   }
   s.state = Session::State::kGone;
   next_incarnation(id);  // its tickets and step membership are stale from now
@@ -341,7 +344,7 @@ bool Engine::reserve(const Ticket& t, Time now) {
   }
   Session& s = sessions_[id];
   if ((fits && pool_.try_allocate(need * s.count)) ||
-      (preempt_policy_ && preempt_newer_than(id, need, now) && pool_.try_allocate(need))) {
+      (exhaustion_.make_room(*this, id, need, now) && pool_.try_allocate(need * s.count))) {
     s.held = total;
     if (s.stalled) {
       s.stalled = false;
@@ -355,16 +358,15 @@ bool Engine::reserve(const Ticket& t, Time now) {
     return true;
   }
   note_exhaustion(now);
-  if (preempt_policy_) {
-    if (s.held > 0) preempt(id, now);  // it is the newest that holds blocks: vLLM evicts it
-  } else if (!s.stalled) {
+  if (exhaustion_.on_refused(*this, id, s.held > 0, now) == ExhaustionPolicy::Refused::kWait &&
+      !s.stalled) {
     s.stalled = true;
     stalled_ += s.count;
   }
   return false;
 }
 
-bool Engine::preempt_newer_than(int64_t id, int64_t need, Time now) {
+bool Engine::evict_newer_than(int64_t id, int64_t need, Time now) {
   const int64_t order = sessions_[id].admit_order;
   // Walk from the newest admission down, evicting sessions that are not in this step, until enough
   // blocks are free or only older sessions remain.
@@ -379,12 +381,12 @@ bool Engine::preempt_newer_than(int64_t id, int64_t need, Time now) {
     }
     if (v.admit_order <= order) break;
     if (v.in_step || v.held == 0) continue;
-    preempt(t.id, now);
+    evict(t.id, now);
   }
   return pool_.free() >= need;
 }
 
-void Engine::preempt(int64_t id, Time now) {
+void Engine::evict(int64_t id, Time now) {
   Session& v = sessions_[id];
   if (v.count != 1) throw std::logic_error("Engine: cohorts are not used with preemption");
   const int64_t freed = v.held;
@@ -392,7 +394,7 @@ void Engine::preempt(int64_t id, Time now) {
   v.held = 0;
   v.state = Session::State::kPreempted;
   // Its history must be recomputed: all of it unbounded, the sinks and window when windowed.
-  v.recompute = cached_visible(v.ctx, window_);
+  v.recompute = rule_.cached(v.ctx);
   ++result_.preemptions;
   if (!result_.first_preempt_s) result_.first_preempt_s = to_seconds(now);
   note_exhaustion(now);
@@ -464,7 +466,7 @@ int64_t Engine::choose_batch(Time now) {
       ready_.pop_front();
     }
     if (!take(t, now)) {
-      if (preempt_policy_) {
+      if (!sessions_[t.id].stalled) {  // the policy retries it (ExhaustionPolicy::Refused)
         kept_.push_back(t);
       } else if (block(t) <= cursor) {
         ++cursor;  // not to be retried in this pass
@@ -486,7 +488,7 @@ int64_t Engine::choose_batch(Time now) {
     const Ticket t = *f;
     ready_.pop_front();
     if (!take(t, now)) {
-      if (preempt_policy_) {
+      if (!sessions_[t.id].stalled) {  // the policy retries it (ExhaustionPolicy::Refused)
         kept_.push_back(t);
       } else if (block(t) <= cursor) {
         ++cursor;
@@ -508,7 +510,17 @@ int64_t Engine::choose_batch(Time now) {
 // usual single callers (Session::usual_single) and whose blocks fit, with the pool and the sums
 // that price them in locals: the stores into each session would otherwise make the compiler
 // reload and store them once per frame. Stops at the first ticket it does not cover, which the
-// one-by-one path then looks at.
+// one-by-one path then looks at. A template on whether the KV policy is a window, tested once a
+// run rather than once a frame.
+void Engine::take_usual_run(Time now) {
+  if (rule_.residency.is_window()) {
+    take_usual_run<true>(now);
+  } else {
+    take_usual_run<false>(now);
+  }
+}
+
+template <bool kWindow>
 void Engine::take_usual_run(Time now) {
   const size_t run = ready_.ring_size();
   const Time bound = std::min(now, ready_.run_bound());
@@ -528,13 +540,13 @@ void Engine::take_usual_run(Time now) {
     if (far && k + kAhead < run) prefetch(ready_.run_at(k + kAhead).id);
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation || !s.usual_single()) break;
-    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
-    const int64_t need = rule.later_new_blocks(s.ctx, s.held);
+    assert(s.held == rule.resident_blocks(s.ctx));
+    const int64_t need = rule.later_new_blocks<kWindow>(s.ctx, s.held);
     if (need > left) break;
     left -= need;
     s.held += need;
     s.in_step = true;
-    rule.add_to_run(s.ctx, sums);
+    rule.add_to_run<kWindow>(s.ctx, sums);
     out[k] = {t.id, t.incarnation};
   }
   batch_.added(k);
@@ -628,7 +640,7 @@ void Engine::vllm_start_step(Time now) {
   }
   PassShape pass;
   for (const VllmScheduler::Scheduled& x : p.scheduled) {
-    add_chunk(pass, 1, x.tokens, cached_visible(x.computed, window_), window_);
+    add_chunk(pass, 1, x.tokens, rule_.residency.cached(x.computed), rule_.w);
     result_.max_resident_blocks_per_session =
         std::max(result_.max_resident_blocks_per_session, vllm_->blocks_held(x.session));
   }
@@ -653,10 +665,12 @@ void Engine::on_step_done(Time now) {
   ++result_.engine_steps;
   result_.busy_s += to_seconds(now - step_start_);
   if (vllm_) vllm_step_done(now);
+  // Templates on jitter and on whether the KV policy is a window: nothing in the loop tests them.
+  const bool window = rule_.residency.is_window();
   if (jitter_ > 0) {
-    end_members<true>(now);
+    window ? end_members<true, true>(now) : end_members<true, false>(now);
   } else {
-    end_members<false>(now);
+    window ? end_members<false, true>(now) : end_members<false, false>(now);
   }
   if (observer_) observer_->on_step(step_start_, now, batch_members_, pool_.used());
   batch_.clear();
@@ -664,9 +678,10 @@ void Engine::on_step_done(Time now) {
 }
 
 // Each member of the step that is still there has its frame served and is queued for its next,
-// and the blocks that fell out of the windows go back to the pool. A template on jitter: without
-// it a frame is released on its schedule, and the loop tests nothing for it.
-template <bool kJitter>
+// and the blocks that fell out of the windows go back to the pool. A template on jitter (without
+// it a frame is released on its schedule, and the loop tests nothing for it) and on whether the
+// KV policy is a window (its closed forms, with no test per frame).
+template <bool kJitter, bool kWindow>
 void Engine::end_members(Time now) {
   // Nothing in the loop reads the pool or the largest residency: both are summed up after it.
   int64_t freed = 0;
@@ -685,12 +700,12 @@ void Engine::end_members(Time now) {
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation) continue;  // it left, or merged, during the step
     s.in_step = false;
-    const int64_t f = rule.freed_blocks(s);
+    const int64_t f = rule.freed_blocks<kWindow>(s);
     if (f < 0) throw std::logic_error("Engine: a step left a session more blocks");
     s.ctx += rule.appended(s);
     s.held -= f;
     freed += f * s.count;
-    assert(s.held == kv::resident_blocks(s.ctx, rule.w, rule.bs));
+    assert(s.held == rule.resident_blocks(s.ctx));
     s.recompute = 0;
     most_resident = std::max(most_resident, s.held);
     // Jitter delays a frame's release, not its place in the schedule (arrival + frame x period).
@@ -756,11 +771,11 @@ bool Engine::turns_away_any_caller() const {
   return at_cap() || (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
 }
 
-// The worst-case blocks of a session of `s.frames_total` frames: windowed, the bound of its window;
+// The worst-case blocks of a session of `s.frames_total` frames: bounded KV, the policy's bound;
 // unbounded, what it holds while its last frame is served.
 int64_t Engine::reserve_for(const Session& s) const {
   if (window_reserve_ > 0) return window_reserve_;
-  return rule_.growth.step_blocks_at(s.frames_total - 1, window_, block_size_);
+  return rule_.residency.step_blocks_at(s.frames_total - 1);
 }
 
 // The controller's forecast (sim/settled_forecast.h): the observed latency scaled by how much
@@ -771,13 +786,15 @@ int64_t Engine::reserve_for(const Session& s) const {
 // observation above the model's raises the forecast; one below it (a quiet interval) cannot lower
 // it. Unbounded contexts never settle: the observation stands.
 double Engine::settled_latency(double observed) const {
-  if (window_.unbounded() || !std::isfinite(observed) || live_ == 0 || vllm_) return observed;
+  if (!rule_.residency.is_window() || rule_.w.unbounded() || !std::isfinite(observed) ||
+      live_ == 0 || vllm_)
+    return observed;
   std::vector<ForecastCaller> now, settled;
   const int64_t settled_cached = rule_.cached_cap;  // every settled caller reads S + W keys
   for (const Session& s : sessions_) {
     if (s.state == Session::State::kGone) continue;
     const Time phase = s.next_release % period_;
-    now.push_back({phase, s.count, cached_visible(s.ctx, window_)});
+    now.push_back({phase, s.count, rule_.cached(s.ctx)});
     settled.push_back({phase, s.count, settled_cached});
   }
   const int64_t cap = admission_->cap();
@@ -805,7 +822,7 @@ double Engine::settled_latency(double observed) const {
   if (full_step_utilisation(scenario_, live_ + newcomers, settled_cached, cost_) > 1) {
     return std::numeric_limits<double>::infinity();
   }
-  const ForecastShape shape{period_, n_in_, n_out_, max_batch_, window_};
+  const ForecastShape shape{period_, n_in_, n_out_, max_batch_, rule_.w};
   const double q = scenario_.admission.control_loop().quantile;
   const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
   if (!(base > 0)) return observed;

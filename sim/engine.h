@@ -40,7 +40,7 @@
 
 namespace metronome {
 
-class Engine {
+class Engine final : private ExhaustionSite {
  public:
   // `cost` and `observer` (which may be null) must outlive the engine.
   Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
@@ -101,7 +101,7 @@ class Engine {
   }
   void on_departure(int64_t id);
   void on_step_done(Time now);
-  template <bool kJitter>
+  template <bool kJitter, bool kWindow>
   void end_members(Time now);
   void on_control(Time now);
   void summarise_admission();
@@ -114,6 +114,8 @@ class Engine {
   int64_t choose_batch(Time now);
   bool take(const Ticket& t, Time now);
   void take_usual_run(Time now);
+  template <bool kWindow>
+  void take_usual_run(Time now);
   double pass_seconds() const;
   void start_step(Time now, double seconds);
   void vllm_start_step(Time now);
@@ -121,8 +123,9 @@ class Engine {
   void note_exhaustion(Time now);
   void wake_at_next_release(Time now);
   bool reserve(const Ticket& t, Time now);
-  bool preempt_newer_than(int64_t id, int64_t need, Time now);
-  void preempt(int64_t id, Time now);
+  // ExhaustionSite: what the exhaustion policy may do.
+  bool evict_newer_than(int64_t id, int64_t need, Time now) override;
+  void evict(int64_t id, Time now) override;
   [[gnu::always_inline]] void enqueue(int64_t id) {
     if (sessions_[id].twin && absorb_into_back(id)) return;
     ready_.push_fresh(ticket(id, next_seq_++));
@@ -166,13 +169,13 @@ class Engine {
   const CostModel& cost_;
   RunObserver* observer_;
   BlockCounter pool_;
-  kv::Window window_;
 
   // Scenario constants in engine units.
   Time period_, horizon_, jitter_;
   kv::BlockSize block_size_;
   int64_t n_in_, n_out_, max_batch_;
-  bool preempt_policy_;
+  const ExhaustionPolicy& exhaustion_;
+  bool keeps_admission_order_;  // the policy evicts newest first (never with vllm_v1)
   bool cohorts_;
   FrameRule rule_;  // on the constants above and the workload's kv::FrameGrowth
   // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
@@ -272,8 +275,8 @@ class Engine {
   // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
   bool memory_guard_ = false;
   int64_t reserved_ = 0;
-  int64_t window_reserve_ = 0;         // windowed: the per-session bound
-  std::optional<int64_t> memory_cap_;  // windowed with the guard: pool / per-session bound
+  int64_t window_reserve_ = 0;         // bounded KV: the per-session bound
+  std::optional<int64_t> memory_cap_;  // bounded KV with the guard: pool / per-session bound
   // Phase-aware joining (AdmissionConfig::join "spread"): the live callers' phases.
   std::optional<PhaseSpread> spread_;
   Time join_delay_sum_ = 0, join_delay_max_ = 0;

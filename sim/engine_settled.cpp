@@ -90,7 +90,7 @@ bool Engine::run_settled(Time& now) {
   };
   const int64_t n_kv = rule_.growth.per_frame;  // every caller is past its first frame
   const kv::BlockSize bs = block_size_;
-  const kv::Window w = window_;
+  const kv::Window w = rule_.w;  // a window: the regime runs only where the policy is one
   const Time period = period_;
   SettledCaller* const ring = conveyor_.data();
   Time t = now;
@@ -188,7 +188,7 @@ void Engine::leave_settled(size_t in_step) {
     if (++i == n) i = 0;
     Session& s = sessions_[id];
     s.ctx = c.ctx;
-    s.held = kv::settled_resident_blocks(c.ctx, window_, block_size_);
+    s.held = kv::settled_resident_blocks(c.ctx, rule_.w, block_size_);
     s.next_release = c.release;
     s.next_frame = (c.release - s.arrival) / period_;
     if (j < in_step) {
@@ -219,7 +219,7 @@ Time Engine::settled_step_time(int64_t k, int64_t sum_ctx) {
     rule_.add_settled_run(k, sum_ctx, p);
     return step_duration(p.seconds(cost_), cost_);
   };
-  if (window_.unbounded()) return price();
+  if (rule_.w.unbounded()) return price();
   const size_t i = static_cast<size_t>(k);
   if (i < settled_step_.size() && settled_step_[i] > 0) [[likely]]
     return settled_step_[i];

@@ -5,6 +5,7 @@
 
 #include "base/rng.h"
 #include "base/time.h"
+#include "sim/call_span.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
@@ -22,12 +23,16 @@ std::vector<Call> schedule(const Scenario& s) {
   auto arrivals = make_arrival_process(s.workload.arrival);
   auto durations = make_duration_distribution(s.workload.duration);
   const Time horizon = from_seconds(s.horizon_s);
+  const Time period = std::max<Time>(1, from_seconds(s.workload.frame_period_s));
+  const std::optional<int64_t> cap = s.kv_rule().cap_frames();
   std::vector<Call> calls;
   while (auto t = arrivals->next(arrival_rng)) {
     if (*t > horizon) break;
     const double d = durations->sample(duration_rng);
     Call c{*t, kNever};
     if (d < to_seconds(horizon - *t)) c.end = *t + std::max<Time>(1, from_seconds(d));
+    // A call the KV policy's context cap ends, as the engine ends it.
+    if (CallSpan span{c.end, 0}; cap && cap_call(span, *t, *cap, horizon, period)) c.end = span.end;
     calls.push_back(c);
   }
   return calls;
@@ -37,10 +42,11 @@ struct FrameModel {
   Time period;
   kv::FrameGrowth growth;
   kv::BlockSize block_size;  // kept with its shift: blocks_at_frame() runs once per frame
-  kv::Window window;
+  KvRule rule;               // the KV policy on the growth and block size
+  bool bounded;              // the policy bounds a session's resident KV
 
   // Blocks a session holds while its frame m is served (the instantaneous-service peak).
-  int64_t blocks_at_frame(int64_t m) const { return growth.step_blocks_at(m, window, block_size); }
+  int64_t blocks_at_frame(int64_t m) const { return rule.step_blocks_at(m); }
   int64_t frames(const Call& c, Time horizon) const {
     const Time end = std::min(c.end == kNever ? horizon + 1 : c.end, horizon + 1);
     return kv::ceil_div(end - c.arrival, period);
@@ -116,7 +122,7 @@ std::optional<double> whole_block_t_sat(const std::vector<Call>& calls, const Fr
   // block size plus one; context_at(m + 1) = context_at(1) + m per_frame (kv::FrameGrowth): from
   // the sum of the k's, a bound on the window's bound in O(1), which skips the exact sum in the
   // windows where even it stays within the pool.
-  const bool linear = f.window.unbounded();
+  const bool linear = !f.bounded;
   int64_t k_sum = 0;  // within int64: alive calls x frames
   struct Change {
     Time t;
@@ -240,7 +246,7 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
   }
 
   const FrameModel f{std::max<Time>(1, from_seconds(w.frame_period_s)), w.growth(),
-                     s.engine.block_size, s.kv_policy.window()};
+                     s.engine.block_size, s.kv_rule(), s.kv_policy.bounded()};
   if (!s.kv_policy.bounded()) {
     p.t_sat_continuous_s =
         continuous_t_sat(calls, p.tokens_per_s_per_session, static_cast<double>(w.prompt_tokens),
@@ -262,10 +268,10 @@ std::vector<double> predicted_fill(const Scenario& s, const std::vector<double>&
   const double pool_tokens =
       static_cast<double>(pool.num_blocks) * static_cast<double>(s.engine.block_size);
   const double rate = static_cast<double>(w.kv_tokens()) / w.frame_period_s;
-  const double cap =
-      s.kv_policy.bounded()
-          ? static_cast<double>(s.kv_policy.window().window + s.kv_policy.window().sinks)
-          : std::numeric_limits<double>::infinity();
+  const KvRule rule = s.kv_rule();
+  const double cap = s.kv_policy.bounded()
+                         ? static_cast<double>(s.kv_policy.policy->max_resident_tokens(w.growth()))
+                         : std::numeric_limits<double>::infinity();
   const std::vector<Call> calls = schedule(s);
   std::vector<double> rho;
   rho.reserve(times_s.size());
@@ -274,8 +280,15 @@ std::vector<double> predicted_fill(const Scenario& s, const std::vector<double>&
     double tokens = 0;
     for (const Call& c : calls) {
       if (c.arrival > now || (c.end != kNever && c.end <= now)) continue;
+      const double grown =
+          static_cast<double>(w.prompt_tokens) + rate * to_seconds(now - c.arrival);
+      // A window holds what has grown, up to its bound; another rule, what it holds after the
+      // frames released by now.
       tokens +=
-          std::min(cap, static_cast<double>(w.prompt_tokens) + rate * to_seconds(now - c.arrival));
+          rule.is_window()
+              ? std::min(cap, grown)
+              : static_cast<double>(rule.resident_tokens(w.growth().context_at(
+                    (now - c.arrival) / std::max<Time>(1, from_seconds(w.frame_period_s)) + 1)));
     }
     rho.push_back(tokens / pool_tokens);
   }

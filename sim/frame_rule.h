@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "core/frame_growth.h"
 #include "core/kv_window.h"
 #include "sim/cost/pass_shape.h"
+#include "sim/kv_policy/kv_rule.h"
 #include "sim/session.h"
 
 namespace metronome {
@@ -18,25 +20,33 @@ namespace metronome {
 struct FrameRule {
   kv::FrameGrowth growth;
   int64_t n_in, n_out;
-  kv::Window w;
-  kv::BlockSize bs;
-  // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there).
-  int64_t settled = kv::settled_from(w, bs);
+  KvRule residency;  // the KV policy on this growth and block size
+  kv::BlockSize bs = residency.block_size();
+  kv::Window w = residency.pricing();  // the window passes are priced under
+  // Contexts from which the closed forms of core/kv_window.h hold (most frames are served there);
+  // none for a policy that is no window.
+  int64_t settled =
+      residency.is_window() ? kv::settled_from(w, bs) : std::numeric_limits<int64_t>::max();
   int64_t cached_cap = kv::settled_cached_cap(w);
   int64_t twice_cap = twice_keys_cap(w);
 
   // KV tokens the session's next frame appends (its prompt first).
   int64_t appended(const Session& s) const { return growth.appended(s.next_frame); }
   // Blocks the session holds while its next frame is served.
-  int64_t step_blocks(const Session& s) const { return kv::step_blocks(s.ctx, appended(s), w, bs); }
+  int64_t step_blocks(const Session& s) const { return residency.step_blocks(s.ctx, appended(s)); }
+  // Blocks a session holds between steps once it has cached ctx tokens.
+  int64_t resident_blocks(int64_t ctx) const { return residency.resident_blocks(ctx); }
   // Blocks each member frees once its frame is served (it held step_blocks while it was).
+  // kWindow: as in KvRule, the caller has seen that the policy is a window.
+  template <bool kWindow = false>
   int64_t freed_blocks(const Session& s) const {
     return s.ctx >= settled ? kv::settled_freed_blocks(s.ctx, appended(s), w, bs)
-                            : s.held - kv::resident_blocks(s.ctx + appended(s), w, bs);
+                            : s.held - residency.resident_blocks<kWindow>(s.ctx + appended(s));
   }
   // The cached visible keys a pass reads for a session that has cached ctx tokens.
+  template <bool kWindow = false>
   int64_t cached(int64_t ctx) const {
-    return ctx >= settled ? std::min(ctx, cached_cap) : kv::visible_keys(ctx, w) - 1;
+    return ctx >= settled ? std::min(ctx, cached_cap) : residency.cached<kWindow>(ctx);
   }
   // Every member ingests its frame (with its prompt first, or its history to recompute after a
   // preemption) over its cached visible keys, then decodes.
@@ -47,20 +57,22 @@ struct FrameRule {
   // For a live single caller past its first frame (which appends growth.per_frame), between steps
   // (holding resident_blocks(ctx)): the blocks its next frame allocates, and its part of a run's
   // sums.
+  template <bool kWindow = false>
   int64_t later_new_blocks(int64_t ctx, int64_t held) const {
     return ctx >= settled ? kv::settled_new_blocks(ctx, growth.per_frame, bs)
-                          : kv::step_blocks(ctx, growth.per_frame, w, bs) - held;
+                          : residency.step_blocks<kWindow>(ctx, growth.per_frame) - held;
   }
   struct RunSums {  // settled callers by their contexts, the others by cached keys and pairs
     int64_t settled = 0, sum_ctx = 0, young = 0, young_cached = 0;
     double young_twice_keys = 0;
   };
+  template <bool kWindow = false>
   void add_to_run(int64_t ctx, RunSums& r) const {
     if (ctx >= settled) [[likely]] {
       ++r.settled;
       r.sum_ctx += ctx;
     } else {
-      const int64_t c = cached(ctx);
+      const int64_t c = cached<kWindow>(ctx);
       ++r.young;
       r.young_cached += c;
       r.young_twice_keys += static_cast<double>(twice_keys_per_query(n_in, c, twice_cap));

@@ -10,20 +10,7 @@ namespace metronome {
 
 int64_t max_blocks_per_session(const Scenario& s) {
   if (!s.kv_policy.bounded()) return 0;
-  const kv::FrameGrowth g = s.workload.growth();
-  const kv::Window win = s.kv_policy.window();
-  const kv::BlockSize bs(s.engine.block_size);
-  // Once the window is full the holding cycles with the block alignment: scanning that far is
-  // exact.
-  const int64_t settle = (win.window + win.sinks + g.prompt) / std::max<int64_t>(1, g.per_frame) +
-                         2 * s.engine.block_size + 4;
-  if (settle > 2'000'000) {  // too far to scan: the bound, sinks + window + frame 0, rounded up
-    return kv::ceil_div(win.sinks, s.engine.block_size) +
-           kv::ceil_div(win.window + g.appended(0), s.engine.block_size) + 1;
-  }
-  int64_t most = 0;
-  for (int64_t m = 0; m <= settle; ++m) most = std::max(most, g.step_blocks_at(m, win, bs));
-  return most;
+  return s.kv_policy.policy->max_step_blocks(s.workload.growth(), s.engine.block_size);
 }
 
 int64_t stored_kv_heads(const Scenario& s) {
@@ -59,8 +46,7 @@ PoolSizing size_pool(const Scenario& s) {
   }
   // One session must at least fit its first step (prompt, first frame, sinks), else nothing can
   // run.
-  const int64_t first =
-      s.workload.growth().step_blocks_at(0, s.kv_policy.window(), s.engine.block_size);
+  const int64_t first = s.kv_rule().step_blocks_at(0);
   if (p.num_blocks < first) {
     throw ConfigError(s.source + ": engine: the pool of " + std::to_string(p.num_blocks) +
                       " blocks cannot hold one session's first frame (" + std::to_string(first) +
@@ -69,8 +55,9 @@ PoolSizing size_pool(const Scenario& s) {
   }
   if (const int64_t most = max_blocks_per_session(s); most > p.num_blocks) {
     throw ConfigError(s.source + ": engine: the pool of " + std::to_string(p.num_blocks) +
-                      " blocks cannot hold one windowed session (" + std::to_string(most) +
-                      " blocks: kv_policy.sink_tokens + kv_policy.window_tokens + the frame)");
+                      " blocks cannot hold one " + s.kv_policy.type() + " session (" +
+                      std::to_string(most) +
+                      " blocks at its most: " + s.kv_policy.policy->describe() + ")");
   }
   return p;
 }

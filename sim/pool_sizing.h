@@ -22,16 +22,16 @@ struct PoolSizing {
   bool overridden = false;  // engine.num_blocks was given
 };
 
-// Throws ConfigError when the pool cannot hold even one session's first frame, or, with windowed
-// KV, one session's sinks, window and frame.
+// Throws ConfigError when the pool cannot hold even one session's first frame, or, with bounded
+// KV, one session at its most.
 PoolSizing size_pool(const Scenario& s);
 
 // KV heads stored per layer over a replica's GPUs: the model's, or one per GPU where there are
 // fewer KV heads than GPUs.
 int64_t stored_kv_heads(const Scenario& s);
 
-// Windowed KV: the most blocks one session ever holds (sinks + window + the frame being ingested),
-// over every block alignment the frames go through. 0 for unbounded KV, which has no bound.
+// Bounded KV: the most blocks one session ever holds while a frame is served
+// (KvPolicy::max_step_blocks). 0 for unbounded KV, which has no bound.
 int64_t max_blocks_per_session(const Scenario& s);
 
 }  // namespace metronome

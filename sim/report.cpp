@@ -164,6 +164,8 @@ json run_result_json(const RunResult& r) {
             {"blocks_released", r.blocks_released},
             {"max_resident_blocks_per_session", r.max_resident_blocks_per_session},
             {"admission", admission_json(r.admission)}};
+  // Only under a context cap, so that every other summary keeps its keys.
+  if (r.sessions_context_capped) j["sessions_context_capped"] = *r.sessions_context_capped;
   add_latency(j, "reported", r.reported_latency);
   add_latency(j, "true", r.true_latency);
   return j;
@@ -237,6 +239,11 @@ std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
       "load       {} sessions (peak {} at once), {:.2f} tokens/s each, r = {:.3e} of the pool per "
       "s\n",
       p.sessions, p.peak_concurrent_sessions, p.tokens_per_s_per_session, p.r_per_s);
+  if (const auto cap = s.kv_rule().cap_frames()) {
+    o << fmt::format("cap        a call ends at {} tokens of context: after {} frames ({:g} s)\n",
+                     *s.kv_policy.policy->context_cap(), *cap,
+                     static_cast<double>(*cap) * s.workload.frame_period_s);
+  }
   if (!s.kv_policy.bounded()) {
     o << fmt::format("t_sat      {} (first-order, summed ages); {} (whole blocks)\n",
                      secs(p.t_sat_continuous_s), secs(p.t_sat_blocks_s));
@@ -310,6 +317,12 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
       pct(frac(late, r.frames_due)), pct(frac(never, r.frames_due)),
       pct(frac(r.frames_reported_late, r.frames_due)),
       pct(frac(r.frames_due - r.frames_on_time, r.frames_due)), goodput(r.frames_on_time, r.end_s));
+  if (r.sessions_context_capped) {
+    o << fmt::format("calls      {} ended: {} at the context cap of {} tokens, {} hung up\n",
+                     r.sessions_departed, *r.sessions_context_capped,
+                     *s.kv_policy.policy->context_cap(),
+                     r.sessions_departed - *r.sessions_context_capped);
+  }
   const double dl = s.workload.deadline();
   const double reported_ok = 1 - frac(r.frames_reported_late, r.frames_due);
   const double true_ok = frac(r.frames_on_time, r.frames_due);

@@ -26,9 +26,9 @@ struct AdmissionSummary {
   std::optional<double> cap_median, cap_p5, cap_p25, cap_p75, cap_p95;
   std::vector<std::string> flags;
   std::vector<std::string> flag_reasons;  // one sentence per flag, in the same order
-  bool memory_guard = false;          // callers were refused when their worst case did not fit
-  int64_t rejected_by_memory = 0;     // of sessions_rejected
-  std::optional<int64_t> memory_cap;  // windowed with the guard: pool / per-session bound
+  bool memory_guard = false;              // callers were refused when their worst case did not fit
+  int64_t rejected_by_memory = 0;         // of sessions_rejected
+  std::optional<int64_t> memory_cap;      // windowed with the guard: pool / per-session bound
   // Phase-aware joining (admission.join "spread"): how long callers waited for their phase.
   bool join_spread = false;
   double join_delay_mean_ms = 0, join_delay_max_ms = 0;
@@ -49,6 +49,8 @@ struct RunResult {
   int64_t sessions_arrived = 0;
   int64_t sessions_departed = 0;
   int64_t sessions_rejected = 0;  // turned away at the admission cap (counted in sessions_arrived)
+  // Calls the KV policy's context cap ended (KvPolicy::context_cap); set, from 0, only under one.
+  std::optional<int64_t> sessions_context_capped;
   int64_t preemptions = 0;
   int64_t peak_live_sessions = 0;
   // Frames

@@ -573,8 +573,9 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
         "arrives before this one is due (a deadline is in seconds: 150 ms is 0.15)",
         deadline, w.frame_period_s));
   }
-  const kv::Window win = s.kv_policy.window();
-  if (!win.unbounded()) {
+  // A window that never slides (other bounded policies say what they hold in their own terms).
+  if (const auto w_opt = s.kv_policy.policy->window(); w_opt && !w_opt->unbounded()) {
+    const kv::Window win = *w_opt;
     const double call_s = w.duration.type == "fixed"         ? w.duration.seconds
                           : w.duration.type == "exponential" ? w.duration.mean_s
                                                              : w.duration.median_s;
@@ -677,6 +678,13 @@ void apply_set(nlohmann::json& j, const std::string& assignment, const std::stri
   resolve_fleet_references(j, base_dir, "", where);
 }
 
+kv::Window KvPolicyConfig::window() const {
+  if (const auto w = policy->window()) return *w;
+  throw ConfigError("kv_policy.type: \"" + type() +
+                    "\" is no sliding window, which this command runs; expected \"unbounded\" "
+                    "or \"windowed\"");
+}
+
 Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   JsonSection top(j, source, "");
   Scenario s;
@@ -706,12 +714,23 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
     s.fleet = parse_fleet(fleet, j, source);
   }
   top.finish();
+  if (const std::string e = s.kv_policy.policy->check(s.workload.growth(), s.engine.block_size);
+      !e.empty()) {
+    throw ConfigError(source + ": kv_policy." + e);
+  }
+  if (s.engine.scheduler == "vllm_v1" && !s.kv_policy.policy->window()) {
+    throw ConfigError(source + ": kv_policy.type: \"" + s.kv_policy.type() +
+                      "\" is no sliding window, which is what engine.scheduler \"vllm_v1\" "
+                      "models; expected \"unbounded\" or \"windowed\", or engine.scheduler "
+                      "\"frame\"");
+  }
   if (s.admission.memory_guard == "on" && !s.kv_policy.bounded() &&
       s.workload.duration.type != "fixed") {
-    throw ConfigError(source +
-                      ": admission.memory_guard: \"on\" needs a bound on each session's "
-                      "blocks: windowed KV, or unbounded KV with workload.duration.type \"fixed\" "
-                      "(random call lengths are unknown at admission); use \"auto\" or \"off\"");
+    throw ConfigError(
+        source +
+        ": admission.memory_guard: \"on\" needs a bound on each session's "
+        "blocks: bounded KV (e.g. windowed), or unbounded KV with workload.duration.type \"fixed\" "
+        "(random call lengths are unknown at admission); use \"auto\" or \"off\"");
   }
   if (s.admission.join == "spread" &&
       !(s.workload.frame_period_s >= 1.024e-6 && s.workload.frame_period_s <= 1e6)) {

@@ -17,6 +17,7 @@
 #include "sim/exhaustion/stall.h"
 #include "sim/gpu.h"
 #include "sim/kv_policy/kv_policy.h"
+#include "sim/kv_policy/kv_rule.h"
 #include "sim/kv_policy/unbounded.h"
 #include "sim/model.h"
 #include "sim/workload/rate_profile.h"
@@ -59,9 +60,12 @@ struct KvPolicyConfig {
   std::shared_ptr<const KvPolicy> policy = std::make_shared<const UnboundedKv>();
 
   std::string type() const { return policy->type(); }
-  kv::Window window() const { return policy->window(); }
-  // True when each session's resident KV has a bound (a window).
-  bool bounded() const { return !window().unbounded(); }
+  // The rule as a window, for what runs only windows (the kernels' replay, vLLM's scheduler): a
+  // ConfigError naming kv_policy.type for a policy that is none (the scenario's check refuses
+  // those where it can).
+  kv::Window window() const;
+  // True when each session's resident KV has a bound whatever its call's length.
+  bool bounded() const { return policy->bounded(); }
 };
 
 struct ArrivalConfig {
@@ -165,6 +169,9 @@ struct Scenario {
   // inherited value that contradicts an override): printed to stderr by every command and kept in
   // JSON outputs under "warnings". Not part of to_json.
   std::vector<std::string> warnings;
+
+  // The KV policy on this workload and block size (sim/kv_policy/kv_rule.h).
+  KvRule kv_rule() const { return {*kv_policy.policy, workload.growth(), engine.block_size}; }
 };
 
 // `path` empty: the shipped default scenario. `sets` are "dotted.key=value" overrides applied after

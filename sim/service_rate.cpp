@@ -9,8 +9,9 @@ namespace {
 
 // One frame of `n` sessions at `ctx` cached tokens, served in steps of at most max_batch sessions.
 double period_work(const Scenario& s, int64_t n, int64_t ctx, const CostModel& cost) {
-  const kv::Window w = s.kv_policy.window();
-  const int64_t cached = kv::visible_keys(ctx, w) - 1;
+  const KvRule rule = s.kv_rule();
+  const kv::Window w = rule.pricing();
+  const int64_t cached = rule.cached(ctx);
   const int64_t batch = s.engine.max_sessions_per_step;
   double t = 0;
   for (int64_t left = n; left > 0; left -= batch) {
@@ -29,7 +30,7 @@ double full_step_utilisation(const Scenario& s, int64_t n, int64_t cached, const
   const int64_t step = std::min(n, s.engine.max_sessions_per_step);
   FramePasses passes;
   passes.add(step, s.workload.input_tokens_per_frame, cached, s.workload.output_tokens_per_frame,
-             s.kv_policy.window());
+             s.kv_rule().pricing());
   const double steps = static_cast<double>(n) / static_cast<double>(step);
   return steps * passes.seconds(cost) / s.workload.frame_period_s;
 }
@@ -58,16 +59,16 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
   c.period_s = w.frame_period_s;
   const int64_t pool_tokens = p.pool.num_blocks * s.engine.block_size;
   c.context = pool_tokens / c.sessions;
+  const KvRule rule = s.kv_rule();
   if (s.kv_policy.bounded()) {
-    c.context = std::min(c.context, s.kv_policy.window().window + s.kv_policy.window().sinks);
+    c.context = std::min(c.context, s.kv_policy.policy->max_resident_tokens(w.growth()));
   }
   c.work_s = period_work(s, c.sessions, c.context, cost);
   {
-    const kv::Window win = s.kv_policy.window();
     FramePasses first;
     c.step_sessions = std::min(c.sessions, s.engine.max_sessions_per_step);
-    first.add(c.step_sessions, w.input_tokens_per_frame, kv::visible_keys(c.context, win) - 1,
-              w.output_tokens_per_frame, win);
+    first.add(c.step_sessions, w.input_tokens_per_frame, rule.cached(c.context),
+              w.output_tokens_per_frame, rule.pricing());
     c.ttft_s = cost.pass_seconds(first.ingest);
     c.decode_passes = first.decode_passes;
     if (first.decode_passes > 0) c.tpot_s = cost.pass_seconds(first.decode);
@@ -78,14 +79,12 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
   // All callers at once: frame m is served at the later of its release and the end of frame m-1,
   // each frame costing what the cost model says at its context; the pool is full at the first
   // frame whose blocks do not fit.
-  const kv::BlockSize bs(s.engine.block_size);
-  const kv::Window win = s.kv_policy.window();
   const int64_t n = c.sessions;
   const kv::FrameGrowth g = w.growth();
   double t = w.arrival.start_s;
   for (int64_t m = 0;; ++m) {
     const int64_t ctx = g.context_at(m);
-    if (n * g.step_blocks_at(m, win, bs) > p.pool.num_blocks) {
+    if (n * rule.step_blocks_at(m) > p.pool.num_blocks) {
       c.t_sat_service_limited_s = t;
       break;
     }

@@ -9,7 +9,8 @@ namespace metronome {
 class StallOnExhaustion final : public ExhaustionPolicy {
  public:
   std::string type() const override { return "stall"; }
-  Response response() const override { return Response::kWait; }
+  bool preempts() const override { return false; }
+  Refused on_refused(ExhaustionSite&, int64_t, bool, Time) const override { return Refused::kWait; }
   static std::shared_ptr<const ExhaustionPolicy> parse(JsonSection&) {
     return std::make_shared<StallOnExhaustion>();
   }

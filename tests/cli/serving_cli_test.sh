@@ -89,7 +89,10 @@ for args in "" "--scenario $src/scenarios/admission/moshi_h200_aimd_windowed.jso
   "--set admission.type=gradient --set workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1} --set workload.duration={\"type\":\"lognormal\",\"median_s\":60,\"sigma\":1}" \
   "--set model=hf:$src/tests/sim/hf_configs/qwen2.5-14b/config.json --set admission.type=static --set admission.cap=5" \
   "--scenario $src/scenarios/calibrated/tiny_cpu_windowed.json" \
-  "--set engine.num_gpu_blocks=5000 --set kv_policy.type=windowed --set kv_policy.window_tokens=480"; do
+  "--set engine.num_gpu_blocks=5000 --set kv_policy.type=windowed --set kv_policy.window_tokens=480" \
+  "--set kv_policy={\"type\":\"periodic_reset\",\"reset_frames\":375}" \
+  "--set kv_policy={\"type\":\"context_cap\",\"cap_tokens\":3000}" \
+  "--set kv_policy={\"type\":\"segment_eviction\",\"segment_tokens\":160,\"segments\":3}"; do
   # shellcheck disable=SC2086
   "$bin" predict --json $args 2>/dev/null >"$tmp/f.json" || fail "predict $args"
   $py - "$tmp/f.json" "$tmp/list.txt" <<'PY' || fail "list misses fields of predict $args"

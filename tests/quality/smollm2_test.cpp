@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/config_error.h"
 #include "quality/bpe_tokenizer.h"
 #include "quality/gguf_file.h"
 #include "quality/llama_model.h"
@@ -148,6 +149,43 @@ void expect_chunked_equals_streaming(PositionMode mode) {
   }
   EXPECT_LT(diff_inside, 1e-3);  // before the window drops a key, the policies agree
   EXPECT_GT(diff_beyond, 1.0);
+}
+
+// A reset every R tokens: token t is predicted by the query before it, which sees the tokens since
+// the last reset before t - 1 and nothing else, from position 0. Checked against the full model on
+// the piece alone, at the first prediction after a reset (one token of context) and the last
+// before the next (R tokens).
+TEST(SmolLM2, ResetForgetsEverythingBeforeIt) {
+  REQUIRE_ASSETS();
+  const Assets& a = *assets();
+  const auto all = a.tok->encode(a.text.substr(0, 2000));
+  const std::vector<int32_t> ids(all.begin(), all.begin() + 130);
+  QualityOptions o;
+  o.threads = 2;
+  o.chunk = 16;
+  const auto reset = score_text(*a.model, ids, {parse_policy("r40", "--policy")}, o);
+  const auto full = score_text(*a.model, ids, {parse_policy("full", "--policy")}, o);
+  ASSERT_EQ(reset[0].policy.reset, 40);
+  ASSERT_EQ(reset[0].nll.size(), ids.size() - 1);
+  // Tokens 1..40: the first piece is the text's start, under full attention.
+  for (size_t i = 0; i < 40; ++i) EXPECT_NEAR(reset[0].nll[i], full[0].nll[i], 1e-3) << i;
+  // Token 41 is predicted from token 40 alone; token 80 from tokens 40..79; token 121 from 120.
+  auto alone = [&](size_t from, size_t to) {  // the full model's last prediction on [from, to]
+    const std::vector<int32_t> piece(ids.begin() + static_cast<ptrdiff_t>(from),
+                                     ids.begin() + static_cast<ptrdiff_t>(to) + 1);
+    return score_text(*a.model, piece, {parse_policy("full", "--policy")}, o)[0].nll.back();
+  };
+  EXPECT_NEAR(reset[0].nll[40], alone(40, 41), 1e-3);
+  EXPECT_NEAR(reset[0].nll[79], alone(40, 80), 1e-3);
+  EXPECT_NEAR(reset[0].nll[120], alone(120, 121), 1e-3);
+  // Forgetting costs: past the first piece the reset predicts worse on the whole.
+  double reset_sum = 0, full_sum = 0;
+  for (size_t i = 40; i < reset[0].nll.size(); ++i) {
+    reset_sum += reset[0].nll[i];
+    full_sum += full[0].nll[i];
+  }
+  EXPECT_GT(reset_sum, full_sum + 5.0);
+  EXPECT_THROW(parse_policy("r0", "--policy"), ConfigError);
 }
 
 TEST(SmolLM2, ChunkedForwardEqualsTokenByTokenDecodeCachePositions) {

@@ -6,12 +6,26 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
+#include "sim/kv_policy/unbounded.h"
+#include "sim/kv_policy/windowed.h"
 #include "tests/sim/expect_same_passes.h"
 
 namespace metronome {
 namespace {
+
+// The KV policy of a window (the rules keep a reference to it: these live for the test run).
+const KvPolicy& policy_of(kv::Window w) {
+  static std::vector<std::shared_ptr<const KvPolicy>> kept;
+  if (w.unbounded()) {
+    kept.push_back(std::make_shared<UnboundedKv>());
+  } else {
+    kept.push_back(std::make_shared<WindowedKv>(w.window, w.sinks));
+  }
+  return *kept.back();
+}
 
 std::vector<FrameRule> rules() {
   std::vector<FrameRule> out;
@@ -19,7 +33,8 @@ std::vector<FrameRule> rules() {
     for (int64_t bs : {1, 12, 16}) {
       for (int64_t n_in : {0, 1, 4}) {
         for (int64_t n_out : {1, 3}) {
-          out.push_back(FrameRule{{3, 40}, n_in, n_out, w, kv::BlockSize(bs)});
+          const kv::FrameGrowth g{3, 40};
+          out.push_back(FrameRule{g, n_in, n_out, KvRule(policy_of(w), g, kv::BlockSize(bs))});
         }
       }
     }
