@@ -242,8 +242,8 @@ std::pair<CLI::App*, Run> add_calibrate(CLI::App& app) {
         for (const auto& [other_flag, other] : outs) {
           std::error_code ec;
           if (path == other || std::filesystem::equivalent(path, other, ec)) {
-            throw ConfigError(std::string(flag) + " " + path + ": the same file as " +
-                              other_flag + "; expected another path");
+            throw ConfigError(std::string(flag) + " " + path + ": the same file as " + other_flag +
+                              "; expected another path");
           }
         }
         outs.emplace_back(flag, path);

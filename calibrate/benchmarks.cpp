@@ -1,7 +1,6 @@
 #include "calibrate/benchmarks.h"
 
 #include <benchmark/benchmark.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,10 +147,10 @@ void check_benchmark_args(const std::vector<std::string>& args) {
 void check_out_target(const std::string& out) {
   struct stat st {};
   if (::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw std::invalid_argument("--out " + out + ": is " +
-                                (S_ISDIR(st.st_mode) ? std::string("a directory")
-                                                     : std::string("not a regular file")) +
-                                ", expected a regular file path for the benchmark JSON");
+    throw std::invalid_argument(
+        "--out " + out + ": is " +
+        (S_ISDIR(st.st_mode) ? std::string("a directory") : std::string("not a regular file")) +
+        ", expected a regular file path for the benchmark JSON");
   }
 }
 
@@ -311,8 +310,7 @@ int run_benchmarks(const BenchRequest& r) {
     o << sanitize_json(text);
     o.close();
     if (!o) {
-      std::cerr << "calibrate: error: cannot write " << tmp << ": " << std::strerror(errno)
-                << "\n";
+      std::cerr << "calibrate: error: cannot write " << tmp << ": " << std::strerror(errno) << "\n";
       return 1;
     }
   }

@@ -3,7 +3,6 @@
 #include "base/json_file.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 

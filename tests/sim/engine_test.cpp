@@ -267,14 +267,14 @@ TEST(Engine, BlockedFramesAreRetriedWhenTheBatchCapEndsAPass) {
 TEST(Engine, VllmDeliverySpreadSplitsBatchesAndKeepsTheBooks) {
   auto scenario = [](const char* jitter) {
     return load_scenario(
-        "", {"model=tiny", "gpu=h200", "engine.scheduler=vllm_v1", "engine.block_size=32",
-             "engine.num_blocks=400", "engine.max_num_seqs=64",
-             "workload.arrival={\"type\":\"all_at_once\",\"sessions\":8}",
-             "workload.duration={\"type\":\"fixed\",\"seconds\":10}",
-             "workload.frame_period_s=0.25", "workload.input_tokens_per_frame=16",
-             "workload.output_tokens_per_frame=2", "cost_model.type=fixed",
-             "cost_model.step_overhead_s=0.004", std::string("workload.frame_jitter_s=") + jitter,
-             "horizon_s=10"});
+        "",
+        {"model=tiny", "gpu=h200", "engine.scheduler=vllm_v1", "engine.block_size=32",
+         "engine.num_blocks=400", "engine.max_num_seqs=64",
+         "workload.arrival={\"type\":\"all_at_once\",\"sessions\":8}",
+         "workload.duration={\"type\":\"fixed\",\"seconds\":10}", "workload.frame_period_s=0.25",
+         "workload.input_tokens_per_frame=16", "workload.output_tokens_per_frame=2",
+         "cost_model.type=fixed", "cost_model.step_overhead_s=0.004",
+         std::string("workload.frame_jitter_s=") + jitter, "horizon_s=10"});
   };
   const Scenario grid = scenario("0"), spread = scenario("0.006");
   const RunResult a = simulate(grid), b = simulate(spread);
@@ -296,10 +296,10 @@ TEST(Engine, VllmDeliverySpreadSplitsBatchesAndKeepsTheBooks) {
 // 0.11 s).
 TEST(Engine, HangUpAtTheHorizonAddsNoFrame) {
   for (const char* horizon : {"0.09", "0.1", "0.11"}) {
-    const Scenario s = moshi(1, "unbounded",
-                             {"workload.frame_period_s=0.02", "horizon_s=" + std::string(horizon),
-                              "output.sample_period_s=0.01",
-                              "workload.duration={\"type\":\"fixed\",\"seconds\":0.1}"});
+    const Scenario s = moshi(
+        1, "unbounded",
+        {"workload.frame_period_s=0.02", "horizon_s=" + std::string(horizon),
+         "output.sample_period_s=0.01", "workload.duration={\"type\":\"fixed\",\"seconds\":0.1}"});
     const RunResult r = simulate(s);
     EXPECT_EQ(r.frames_due, 5) << "horizon " << horizon;
     EXPECT_EQ(r.frames_silent, 0) << "horizon " << horizon;

@@ -68,8 +68,11 @@ TEST(Hostile, HorizonOfDaysAt80ms) {
   // 1e8 s of 80 ms frames is 1.25e9 frame periods, each an engine step: refused.
   expect_config_error([] { moshi(50, "windowed", {"horizon_s=1e8"}); },
                       "horizon_s: expected at most 1e8 frame periods");
-  expect_config_error([] { moshi(50, "windowed", {"horizon_s=2e7", "workload.frame_period_s=1"}); },
-                      "output.sample_period_s");
+  expect_config_error(
+      [] {
+        moshi(50, "windowed", {"horizon_s=2e7", "workload.frame_period_s=1"});
+      },
+      "output.sample_period_s");
 }
 
 TEST(Hostile, FramePeriodsOfOneNanosecondAndOfAYear) {
