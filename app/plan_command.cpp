@@ -21,8 +21,7 @@ Run add_plan(CLI::App& app) {
   struct Options {
     ScenarioOptions scenario;
     PlanSpec spec;
-    std::string quality;
-    double max_ppl_ratio = 0;
+    QualityFloorOptions quality_floor;
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
@@ -45,13 +44,7 @@ Run add_plan(CLI::App& app) {
   cmd->add_option("--max-replicas", o->spec.max_replicas,
                   "Largest fleet tried per candidate (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{10'000}));
-  cmd->add_option("--quality", o->quality,
-                  "A `metronome quality --json` output: its (W, S) perplexity ratios to full "
-                  "attention (with --max-ppl-ratio)");
-  cmd->add_option("--max-ppl-ratio", o->max_ppl_ratio,
-                  "Quality floor: the largest perplexity ratio to full attention acceptable "
-                  "(needs --quality)")
-      ->check(CLI::Range(1.0, 1e6));
+  o->quality_floor.add_to(*cmd);
   cmd->add_option("-j,--jobs", o->spec.jobs,
                   "Worker threads over candidates (default 1); results do not depend on it")
       ->check(CLI::Range(1, 256));
@@ -60,14 +53,7 @@ Run add_plan(CLI::App& app) {
     PlanSpec spec = o->spec;
     if (s.fleet) throw ConfigError(s.source + ": fleet: plan sizes the fleet itself; remove it");
     if (spec.gpus.empty()) throw ConfigError("--gpus: expected at least one GPU");
-    if (o->max_ppl_ratio > 0) {
-      if (o->quality.empty()) throw ConfigError("--max-ppl-ratio: needs --quality FILE");
-      spec.max_ppl_ratio = o->max_ppl_ratio;
-    }
-    if (!o->quality.empty()) {
-      spec.ppl_ratio = read_ppl_ratios(o->quality);
-      spec.quality_source = quality_source(o->quality);
-    }
+    o->quality_floor.apply(spec);
     spec.progress = true;  // stderr_progress decides: terminal or not, --quiet
     const Plan p = plan(s, spec);
     if (o->scenario.json) {

@@ -25,8 +25,7 @@ Run add_recommend(CLI::App& app) {
     std::vector<int64_t> sinks{0, 4, 16};
     int64_t seeds = 5;
     int64_t min_window = 0, min_sinks = 0;
-    std::string quality;
-    double max_ppl_ratio = 0;
+    QualityFloorOptions quality_floor;
     double quality_within_pct = 5;
     int jobs = 1;
   };
@@ -47,13 +46,7 @@ Run add_recommend(CLI::App& app) {
   cmd->add_option("--min-sinks", o->min_sinks,
                   "Quality floor: the fewest sink tokens acceptable (default 0)")
       ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
-  cmd->add_option("--quality", o->quality,
-                  "A `metronome quality --json` output: its (W, S) perplexity ratios to full "
-                  "attention are the quality measure (with --max-ppl-ratio)");
-  cmd->add_option("--max-ppl-ratio", o->max_ppl_ratio,
-                  "Quality floor: the largest perplexity ratio to full attention acceptable "
-                  "(needs --quality)")
-      ->check(CLI::Range(1.0, 1e6));
+  o->quality_floor.add_to(*cmd);
   cmd->add_option("--quality-within", o->quality_within_pct,
                   "Also show the eligible (W, S) of best quality (lowest perplexity ratio, else "
                   "the most tokens kept) whose N* is within this percentage of the best N* "
@@ -76,14 +69,7 @@ Run add_recommend(CLI::App& app) {
     spec.min_sinks = o->min_sinks;
     spec.jobs = o->jobs;
     spec.progress = true;  // stderr_progress decides: terminal or not, --quiet
-    if (o->max_ppl_ratio > 0) {
-      if (o->quality.empty()) throw ConfigError("--max-ppl-ratio: needs --quality FILE");
-      spec.max_ppl_ratio = o->max_ppl_ratio;
-    }
-    if (!o->quality.empty()) {
-      spec.ppl_ratio = read_ppl_ratios(o->quality);
-      spec.quality_source = quality_source(o->quality);
-    }
+    o->quality_floor.apply(spec);
     spec.quality_within = o->quality_within_pct / 100;
     const Recommendation r = recommend(s, spec);
     if (o->scenario.json) {

@@ -34,6 +34,16 @@ Scenario ScenarioOptions::load() const {
   return s;
 }
 
+void QualityFloorOptions::add_to(CLI::App& app) {
+  app.add_option("--quality", quality,
+                 "A `metronome quality --json` output: its (W, S) perplexity ratios to full "
+                 "attention are the quality measure (with --max-ppl-ratio)");
+  app.add_option("--max-ppl-ratio", max_ppl_ratio,
+                 "Quality floor: the largest perplexity ratio to full attention acceptable "
+                 "(needs --quality)")
+      ->check(CLI::Range(1.0, 1e6));
+}
+
 std::string cost_model_choice(const Scenario& s) {
   if (s.cost_model.chosen.empty()) return "";
   return "chosen     cost model " + s.cost_model.chosen + "\n";

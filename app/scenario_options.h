@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/config_error.h"
 #include "sim/first_order.h"
+#include "sim/recommend.h"
 #include "sim/scenario.h"
 
 namespace metronome::cli {
@@ -19,6 +21,26 @@ struct ScenarioOptions {
 
   void add_to(CLI::App& app);
   Scenario load() const;
+};
+
+// --quality FILE and --max-ppl-ratio R, the quality floor recommend and plan both take: fills a
+// spec's ppl_ratio, max_ppl_ratio and quality_source (RecommendSpec, PlanSpec).
+struct QualityFloorOptions {
+  std::string quality;
+  double max_ppl_ratio = 0;
+
+  void add_to(CLI::App& app);
+  template <class Spec>
+  void apply(Spec& spec) const {
+    if (max_ppl_ratio > 0) {
+      if (quality.empty()) throw ConfigError("--max-ppl-ratio: needs --quality FILE");
+      spec.max_ppl_ratio = max_ppl_ratio;
+    }
+    if (!quality.empty()) {
+      spec.ppl_ratio = read_ppl_ratios(quality);
+      spec.quality_source = quality_source(quality);
+    }
+  }
 };
 
 // One line for predict and simulate: one period's frames priced by each cost model the GPU has
