@@ -32,6 +32,9 @@ struct RooflineCorrection {
 //   pointwise: pointwise_kernel_s + pointwise[kind] m   (kind: norm, rope, activation, add)
 // Fitted on several layer shapes by `metronome calibrate import-vidur --transfer-model`
 // (calibrate/roofline_transfer_fit.h), which also says how far it holds for a shape not fitted on.
+// The GPU file's names of the four pointwise rates, in ShapeAwareCorrection::pointwise's order.
+inline constexpr std::array<const char*, 4> kPointwiseKinds = {"norm", "rope", "activation", "add"};
+
 struct ShapeAwareCorrection {
   bool present = false;
   double gemm_memory = 1, gemm_compute = 1, gemm_overlap = 1, gemm_kernel_s = 0;

@@ -240,8 +240,8 @@ GpuConfig parse_gpu(JsonSection g) {
     sc.gemm_compute = r.in_range("gemm_compute", std::nullopt, 0.1, 100);
     sc.gemm_overlap = r.in_range("gemm_overlap", std::nullopt, 0, 1);
     sc.gemm_kernel_s = r.in_range("gemm_kernel_s", std::nullopt, 0, 1);
-    const char* kinds[] = {"norm", "rope", "activation", "add"};
-    for (size_t k = 0; k < 4; ++k) sc.pointwise[k] = r.in_range(kinds[k], std::nullopt, 0.1, 100);
+    for (size_t k = 0; k < 4; ++k)
+      sc.pointwise[k] = r.in_range(kPointwiseKinds[k], std::nullopt, 0.1, 100);
     sc.pointwise_kernel_s = r.in_range("pointwise_kernel_s", std::nullopt, 0, 1);
     sc.fitted_on = r.string("fitted_on", std::nullopt);
     sc.source = r.string("source", std::nullopt);
@@ -964,17 +964,15 @@ std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype) {
 }
 
 nlohmann::json shape_aware_json(const ShapeAwareCorrection& c) {
-  return {{"gemm_memory", c.gemm_memory},
-          {"gemm_compute", c.gemm_compute},
-          {"gemm_overlap", c.gemm_overlap},
-          {"gemm_kernel_s", c.gemm_kernel_s},
-          {"norm", c.pointwise[0]},
-          {"rope", c.pointwise[1]},
-          {"activation", c.pointwise[2]},
-          {"add", c.pointwise[3]},
-          {"pointwise_kernel_s", c.pointwise_kernel_s},
-          {"fitted_on", c.fitted_on},
-          {"source", c.source}};
+  nlohmann::json j = {{"gemm_memory", c.gemm_memory},
+                      {"gemm_compute", c.gemm_compute},
+                      {"gemm_overlap", c.gemm_overlap},
+                      {"gemm_kernel_s", c.gemm_kernel_s},
+                      {"pointwise_kernel_s", c.pointwise_kernel_s},
+                      {"fitted_on", c.fitted_on},
+                      {"source", c.source}};
+  for (size_t k = 0; k < 4; ++k) j[kPointwiseKinds[k]] = c.pointwise[k];
+  return j;
 }
 
 nlohmann::json to_json(const Scenario& s) {
