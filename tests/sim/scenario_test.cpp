@@ -7,6 +7,7 @@
 
 #include "base/config_error.h"
 #include "sim/pool_sizing.h"
+#include "tests/sim/expect_error.h"
 
 namespace metronome {
 namespace {
@@ -15,19 +16,6 @@ std::string write_temp(const std::string& name, const std::string& text) {
   auto path = std::filesystem::temp_directory_path() / ("metronome_test_" + name);
   std::ofstream(path) << text;
   return path.string();
-}
-
-// Expects a ConfigError whose message contains every fragment (file, field, expectation).
-void expect_error(const std::function<void()>& f, std::vector<std::string> fragments) {
-  try {
-    f();
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    for (const auto& frag : fragments) {
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << frag << "\"";
-    }
-  }
 }
 
 const char* kMinimal = R"({
@@ -74,8 +62,8 @@ TEST(Scenario, SettingTokensPerFrameDerivesKvTokensAgain) {
   EXPECT_EQ(s.workload.kv_tokens(), 40);
   ASSERT_FALSE(s.warnings.empty());
   EXPECT_NE(s.warnings[0].find("kv_tokens_per_frame 1"), std::string::npos) << s.warnings[0];
-  const Scenario kept = load_scenario("", {"workload.input_tokens_per_frame=30",
-                                           "workload.kv_tokens_per_frame=5"});
+  const Scenario kept =
+      load_scenario("", {"workload.input_tokens_per_frame=30", "workload.kv_tokens_per_frame=5"});
   EXPECT_EQ(kept.workload.kv_tokens(), 5);
 }
 

@@ -8,6 +8,7 @@
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/pool_sizing.h"
 #include "sim/scenario.h"
+#include "tests/sim/expect_error.h"
 
 namespace metronome {
 namespace {
@@ -17,18 +18,6 @@ Scenario llama70b(int k, std::vector<std::string> more = {}) {
                                    "engine.tensor_parallel=" + std::to_string(k)};
   sets.insert(sets.end(), more.begin(), more.end());
   return load_scenario("", sets);
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    for (const auto& frag : fragments) {
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << frag << "\"";
-    }
-  }
 }
 
 PassShape decode(int64_t sessions, int64_t cached) {

@@ -11,6 +11,7 @@
 #include "base/config_error.h"
 #include "sim/fleet/fleet.h"
 #include "sim/fleet/fleet_report.h"
+#include "tests/sim/expect_error.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
@@ -43,18 +44,6 @@ double integral(const FleetResult& r) {
     sum += static_cast<double>(c[i].provisioned) * (end - c[i].time_s);
   }
   return sum;
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    for (const auto& frag : fragments) {
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << frag << "\"";
-    }
-  }
 }
 
 }  // namespace

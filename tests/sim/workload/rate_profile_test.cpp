@@ -12,6 +12,7 @@
 #include "sim/pool_sizing.h"
 #include "sim/scenario.h"
 #include "sim/workload/arrivals.h"
+#include "tests/sim/expect_error.h"
 
 namespace metronome {
 namespace {
@@ -22,18 +23,6 @@ std::string write_temp(const std::string& name, const std::string& text) {
   auto path = std::filesystem::temp_directory_path() / ("metronome_profile_test_" + name);
   std::ofstream(path) << text;
   return path.string();
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    for (const auto& frag : fragments) {
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos)
-          << "message \"" << e.what() << "\" lacks \"" << frag << "\"";
-    }
-  }
 }
 
 // Arrival instants under `points` up to `until_s`, from seed `seed`.
