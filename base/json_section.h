@@ -49,6 +49,7 @@ class JsonSection {
 
   [[noreturn]] void fail(std::string_view key, std::string_view expected) const;
   std::string field(std::string_view key) const;
+  const std::string& source() const { return source_; }
 
  private:
   const nlohmann::json* find(std::string_view key);

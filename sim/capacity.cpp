@@ -16,6 +16,8 @@
 #include "sim/first_order.h"
 #include "sim/report.h"
 #include "sim/service_rate.h"
+#include "sim/workload/fixed_interval_arrivals.h"
+#include "sim/workload/poisson_arrivals.h"
 
 namespace metronome {
 namespace {
@@ -25,19 +27,15 @@ namespace {
 // get them, at random (n Poisson arrivals at n per period).
 Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool random_phases) {
   Scenario p = s;
-  p.workload.arrival = ArrivalConfig{};
+  const double period = s.workload.frame_period_s;
   if (random_phases) {
-    p.workload.arrival.type = "poisson";
-    p.workload.arrival.rate_per_s = static_cast<double>(n) / s.workload.frame_period_s;
-    p.workload.arrival.max_sessions = n;
+    p.workload.arrival.policy =
+        std::make_shared<const PoissonArrivals>(0, static_cast<double>(n) / period, n);
   } else {
-    p.workload.arrival.type = "fixed_interval";
-    p.workload.arrival.sessions = n;
-    p.workload.arrival.interval_s = s.workload.frame_period_s / static_cast<double>(n);
+    p.workload.arrival.policy =
+        std::make_shared<const FixedIntervalArrivals>(0, n, period / static_cast<double>(n));
   }
-  p.workload.duration = DurationConfig{};
-  p.workload.duration.type = "fixed";
-  p.workload.duration.seconds = 2 * probe_s + 1;
+  p.workload.duration.policy = std::make_shared<const FixedDuration>(2 * probe_s + 1);
   p.horizon_s = probe_s;
   p.admission = AdmissionConfig{};
   // Random phases are the arrivals' draw; a scenario that spreads callers' clocks spreads these.
@@ -68,8 +66,7 @@ double default_probe_s(const Scenario& s) {
     return std::max(10.0, 2.0 * static_cast<double>(most) / rate);
   }
   // Unbounded: the latency at the end of a call, where its context (and cost) is largest.
-  const double call =
-      s.workload.duration.type == "fixed" ? s.workload.duration.seconds : s.horizon_s;
+  const double call = s.workload.duration.fixed_s().value_or(s.horizon_s);
   return std::min(call, s.horizon_s);
 }
 
@@ -97,9 +94,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
     c.memory_cap = *pred.memory_cap_sessions;
   } else {
     c.memory_cap_grows_with_time = true;
-    c.call_s = s.workload.duration.type == "fixed"
-                   ? std::min(s.workload.duration.seconds, s.horizon_s)
-                   : s.horizon_s;
+    c.call_s = std::min(s.workload.duration.fixed_s().value_or(s.horizon_s), s.horizon_s);
     const auto frames = static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s));
     const int64_t tokens = s.workload.growth().context_at(frames);  // frames >= 1: calls last > 0 s
     const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;

@@ -77,7 +77,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
   settled_on_ = jitter_ == 0 && !vllm_ && rule_.residency.is_window();
   // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
   // only when call lengths are known at admission (fixed durations).
-  const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
+  const bool boundable = s.kv_policy.bounded() || s.workload.duration.fixed_s().has_value();
   memory_guard_ = s.admission.memory_guard == "on" ||
                   (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);

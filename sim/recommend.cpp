@@ -34,22 +34,9 @@ bool tied(const RecommendCell& a, const RecommendCell& top) {
 
 // Sessions the workload offers at once: N* at or above it measures the load, not the capacity.
 double offered_sessions(const Scenario& s) {
-  const auto& w = s.workload;
-  const auto& d = w.duration;
   // A call lasts at most the run: past the horizon no more callers are live at once.
-  const double call_s = std::min(s.horizon_s, d.type == "fixed"         ? d.seconds
-                                              : d.type == "exponential" ? d.mean_s
-                                                                        : d.median_s);
-  if (w.arrival.type == "all_at_once") return static_cast<double>(w.arrival.sessions);
-  if (w.arrival.type == "fixed_interval") {
-    return std::min(static_cast<double>(w.arrival.sessions), call_s / w.arrival.interval_s);
-  }
-  // Little's law; under a profile at its peak rate, which the pool must hold.
-  const double rate =
-      w.arrival.type == "profile" ? peak_rate(w.arrival.profile) : w.arrival.rate_per_s;
-  const double live = rate * call_s;
-  return w.arrival.max_sessions > 0 ? std::min(live, static_cast<double>(w.arrival.max_sessions))
-                                    : live;
+  const double call_s = std::min(s.horizon_s, s.workload.duration.policy->typical_s());
+  return s.workload.arrival.policy->live_callers(call_s);
 }
 
 // Better quality: the lower measured perplexity ratio where both have one, else more tokens kept.

@@ -305,61 +305,12 @@ KvPolicyConfig parse_kv_policy(JsonSection k) {
   return c;
 }
 
-ArrivalConfig parse_arrival(JsonSection a, const std::string& source) {
-  ArrivalConfig c;
-  c.type = a.one_of("type", std::nullopt, {"all_at_once", "fixed_interval", "poisson", "profile"});
-  c.start_s = a.in_range("start_s", 0.0, 0, kMaxSeconds);
-  if (c.type == "all_at_once" || c.type == "fixed_interval") {
-    c.sessions = a.integer("sessions", std::nullopt, 0, 100'000'000);
-  }
-  if (c.type == "fixed_interval")
-    c.interval_s = a.in_range("interval_s", std::nullopt, 1e-9, kMaxSeconds);
-  if (c.type == "poisson") {
-    c.rate_per_s = a.in_range("rate_per_s", std::nullopt, 0, 1e9);
-    c.max_sessions = a.integer("max_sessions", 0, 0, 100'000'000);
-  }
-  if (c.type == "profile") {
-    if (a.has("profile") == a.has("profile_file")) {
-      a.fail("profile",
-             "either profile (inline [time_s, calls_per_s] points) or profile_file (a "
-             "CSV of time_s,calls_per_s), not both or neither");
-    }
-    if (a.has("profile")) {
-      c.profile = parse_rate_profile(a.raw("profile"), source + ": " + a.field("profile"));
-    } else {
-      // Absolute, so the resolved scenario beside the results still finds it (a file's own
-      // relative path was made absolute at load; a --set one is relative to the working folder).
-      c.profile_file = std::filesystem::absolute(a.string("profile_file", std::nullopt))
-                           .lexically_normal()
-                           .string();
-      try {
-        c.profile = read_rate_profile_csv(c.profile_file);
-      } catch (const ConfigError& e) {
-        throw ConfigError(source + ": " + a.field("profile_file") + ": " + e.what());
-      }
-    }
-  }
-  a.finish();
-  return c;
-}
-
-DurationConfig parse_duration(JsonSection d) {
-  DurationConfig c;
-  c.type = d.one_of("type", std::nullopt, {"fixed", "exponential", "lognormal"});
-  if (c.type == "fixed") c.seconds = d.in_range("seconds", std::nullopt, 1e-9, kMaxSeconds);
-  if (c.type == "exponential") c.mean_s = d.in_range("mean_s", std::nullopt, 1e-9, kMaxSeconds);
-  if (c.type == "lognormal") {
-    c.median_s = d.in_range("median_s", std::nullopt, 1e-9, kMaxSeconds);
-    c.sigma = d.in_range("sigma", std::nullopt, 0, 10);
-  }
-  d.finish();
-  return c;
-}
-
-WorkloadConfig parse_workload(JsonSection w, const std::string& source) {
+WorkloadConfig parse_workload(JsonSection w) {
   WorkloadConfig c;
-  c.arrival = parse_arrival(w.section("arrival", true), source);
-  c.duration = parse_duration(w.section("duration", true));
+  JsonSection arrival = w.section("arrival", true);
+  c.arrival.policy = arrival_policies().parse(arrival, std::nullopt);
+  JsonSection duration = w.section("duration", true);
+  c.duration.policy = duration_policies().parse(duration, std::nullopt);
   c.frame_period_s = w.in_range("frame_period_s", c.frame_period_s, 1e-9, kMaxSeconds);
   if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
   // The clock counts whole nanoseconds: a period it would round by more than a millionth of
@@ -476,7 +427,6 @@ void check_tensor_parallel(const Scenario& s) {
 
 // Limits that keep one run's time and memory bounded; past them the user is asked to change the
 // field rather than wait on a run that cannot finish.
-constexpr double kMaxCallers = 1e7;
 constexpr double kMaxSamples = 1e7;
 constexpr double kMaxFramePeriods = 1e8;
 
@@ -502,29 +452,8 @@ void check_run_size(const Scenario& s) {
          "sample_period_s = " +
              nlohmann::json(samples).dump() + "; raise output.sample_period_s");
   }
-  const auto& a = s.workload.arrival;
-  if (a.type == "poisson" &&
-      (a.max_sessions == 0 || static_cast<double>(a.max_sessions) > kMaxCallers)) {
-    const double expected = a.rate_per_s * std::max(0.0, s.horizon_s - a.start_s);
-    if (expected > kMaxCallers) {
-      fail("workload.arrival.rate_per_s",
-           "expected at most 1e7 callers per run, got rate_per_s x horizon_s = " +
-               nlohmann::json(expected).dump() +
-               "; lower the rate or the horizon, or set max_sessions");
-    }
-  }
-  if (a.type == "profile") {
-    const double expected = expected_calls(a.profile, a.start_s, s.horizon_s);
-    if (expected > kMaxCallers) {
-      fail("workload.arrival.profile",
-           "expected at most 1e7 callers per run, got the profile's integral to horizon_s = " +
-               nlohmann::json(expected).dump() + "; lower the rates or the horizon");
-    }
-  }
-  if ((a.type == "all_at_once" || a.type == "fixed_interval") &&
-      static_cast<double>(a.sessions) > kMaxCallers) {
-    fail("workload.arrival.sessions",
-         "expected at most 1e7 callers per run, got " + std::to_string(a.sessions));
+  if (const std::string e = s.workload.arrival.policy->check_size(s.horizon_s); !e.empty()) {
+    throw ConfigError(s.source + ": workload.arrival." + e);
   }
 }
 
@@ -576,9 +505,7 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
   // A window that never slides (other bounded policies say what they hold in their own terms).
   if (const auto w_opt = s.kv_policy.policy->window(); w_opt && !w_opt->unbounded()) {
     const kv::Window win = *w_opt;
-    const double call_s = w.duration.type == "fixed"         ? w.duration.seconds
-                          : w.duration.type == "exponential" ? w.duration.mean_s
-                                                             : w.duration.median_s;
+    const double call_s = w.duration.policy->typical_s();
     const double call_tokens = static_cast<double>(w.prompt_tokens) +
                                call_s / w.frame_period_s * static_cast<double>(w.kv_tokens());
     const double held = static_cast<double>(win.window + win.sinks);
@@ -587,8 +514,8 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
           "kv_policy: sinks + window = {} tokens is at least a whole call ({} {:g} s = {:.0f} "
           "tokens at {} per {:g} s frame): the window never slides, so windowed KV holds what "
           "unbounded KV would; a window is in tokens, {:.0f} tokens is {:.1f} s of conversation",
-          win.window + win.sinks, w.duration.type == "fixed" ? "a call of" : "a typical call of",
-          call_s, call_tokens, w.kv_tokens(), w.frame_period_s, held,
+          win.window + win.sinks, w.duration.fixed_s() ? "a call of" : "a typical call of", call_s,
+          call_tokens, w.kv_tokens(), w.frame_period_s, held,
           held / static_cast<double>(std::max<int64_t>(1, w.kv_tokens())) * w.frame_period_s));
     }
     if (s.model.max_context_tokens > 0 && held > static_cast<double>(s.model.max_context_tokens)) {
@@ -698,7 +625,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
     s.model.kv_bytes_per_element = *bytes;
   }
   s.kv_policy = parse_kv_policy(top.section("kv_policy"));
-  s.workload = parse_workload(top.section("workload", true), source);
+  s.workload = parse_workload(top.section("workload", true));
   if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
   s.cost_model = parse_cost_model(top.section("cost_model"));
   if (s.cost_model.type == "auto") choose_cost_model(s);
@@ -725,7 +652,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
                       "\"frame\"");
   }
   if (s.admission.memory_guard == "on" && !s.kv_policy.bounded() &&
-      s.workload.duration.type != "fixed") {
+      !s.workload.duration.fixed_s()) {
     throw ConfigError(
         source +
         ": admission.memory_guard: \"on\" needs a bound on each session's "
@@ -1043,29 +970,10 @@ nlohmann::json to_json(const Scenario& s) {
   json kv = {{"type", s.kv_policy.type()}};
   s.kv_policy.policy->write(kv);
   const auto& w = s.workload;
-  json arrival = {{"type", w.arrival.type}, {"start_s", w.arrival.start_s}};
-  if (w.arrival.type == "all_at_once" || w.arrival.type == "fixed_interval") {
-    arrival["sessions"] = w.arrival.sessions;
-  }
-  if (w.arrival.type == "profile") {
-    if (w.arrival.profile_file.empty()) {
-      arrival["profile"] = rate_profile_json(w.arrival.profile);
-    } else {
-      arrival["profile_file"] = w.arrival.profile_file;
-    }
-  }
-  if (w.arrival.type == "fixed_interval") arrival["interval_s"] = w.arrival.interval_s;
-  if (w.arrival.type == "poisson") {
-    arrival["rate_per_s"] = w.arrival.rate_per_s;
-    arrival["max_sessions"] = w.arrival.max_sessions;
-  }
-  json duration = {{"type", w.duration.type}};
-  if (w.duration.type == "fixed") duration["seconds"] = w.duration.seconds;
-  if (w.duration.type == "exponential") duration["mean_s"] = w.duration.mean_s;
-  if (w.duration.type == "lognormal") {
-    duration["median_s"] = w.duration.median_s;
-    duration["sigma"] = w.duration.sigma;
-  }
+  json arrival = {{"type", w.arrival.type()}};
+  w.arrival.policy->write(arrival);
+  json duration = {{"type", w.duration.type()}};
+  w.duration.policy->write(duration);
   json workload = {{"arrival", arrival},
                    {"duration", duration},
                    {"frame_period_s", w.frame_period_s},

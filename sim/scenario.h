@@ -20,7 +20,10 @@
 #include "sim/kv_policy/kv_rule.h"
 #include "sim/kv_policy/unbounded.h"
 #include "sim/model.h"
-#include "sim/workload/rate_profile.h"
+#include "sim/workload/all_at_once_arrivals.h"
+#include "sim/workload/arrivals.h"
+#include "sim/workload/durations.h"
+#include "sim/workload/fixed_duration.h"
 
 namespace metronome {
 
@@ -68,28 +71,22 @@ struct KvPolicyConfig {
   bool bounded() const { return policy->bounded(); }
 };
 
+// When callers arrive: one registered ArrivalPolicy (sim/workload/arrivals.h).
 struct ArrivalConfig {
-  std::string type = "all_at_once";  // all_at_once | fixed_interval | poisson | profile
-  int64_t sessions = 0;              // all_at_once, fixed_interval: how many callers
-  double interval_s = 0;             // fixed_interval: one caller every interval_s
-  double rate_per_s = 0;             // poisson: mean arrivals per second
-  int64_t max_sessions = 0;          // poisson: stop after this many (0: until the horizon)
-  double start_s = 0;                // first arrival
-  // profile (sim/workload/rate_profile.h): the rate over time, and the CSV it was read from
-  // (absolute; empty where the points were given inline).
-  std::vector<RatePoint> profile;
-  std::string profile_file;
+  std::shared_ptr<const ArrivalPolicy> policy = std::make_shared<const AllAtOnceArrivals>(0, 0);
 
-  // Arrival instants drawn from the seed (Poisson), not fixed by the scenario.
-  bool random() const { return type == "poisson" || type == "profile"; }
+  std::string type() const { return policy->type(); }
+  // Arrival instants drawn from the seed, not fixed by the scenario.
+  bool random() const { return policy->random(); }
 };
 
+// How long calls last: one registered DurationPolicy (sim/workload/durations.h).
 struct DurationConfig {
-  std::string type = "fixed";  // fixed | exponential | lognormal
-  double seconds = 0;          // fixed
-  double mean_s = 0;           // exponential
-  double median_s = 0;         // lognormal: exp(mu)
-  double sigma = 0;            // lognormal: standard deviation of log duration
+  std::shared_ptr<const DurationPolicy> policy = std::make_shared<const FixedDuration>(0);
+
+  std::string type() const { return policy->type(); }
+  // Every call's length where the scenario fixes it; nullopt where each call's is drawn.
+  std::optional<double> fixed_s() const { return policy->fixed_s(); }
 };
 
 struct WorkloadConfig {

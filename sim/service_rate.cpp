@@ -74,14 +74,15 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
     if (first.decode_passes > 0) c.tpot_s = cost.pass_seconds(first.decode);
   }
   c.keeps_up = c.work_s <= c.period_s;
-  if (c.keeps_up || s.kv_policy.bounded() || w.arrival.type != "all_at_once") return c;
+  if (c.keeps_up || s.kv_policy.bounded() || !w.arrival.policy->one_cohort()) return c;
 
   // All callers at once: frame m is served at the later of its release and the end of frame m-1,
   // each frame costing what the cost model says at its context; the pool is full at the first
   // frame whose blocks do not fit.
   const int64_t n = c.sessions;
   const kv::FrameGrowth g = w.growth();
-  double t = w.arrival.start_s;
+  const double start_s = w.arrival.policy->start_s();
+  double t = start_s;
   for (int64_t m = 0;; ++m) {
     const int64_t ctx = g.context_at(m);
     if (n * rule.step_blocks_at(m) > p.pool.num_blocks) {
@@ -89,7 +90,7 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
       break;
     }
     t = std::max(t + period_work(s, n, ctx, cost),
-                 w.arrival.start_s + static_cast<double>(m + 1) * w.frame_period_s);
+                 start_s + static_cast<double>(m + 1) * w.frame_period_s);
     if (t > s.horizon_s) break;
   }
   return c;

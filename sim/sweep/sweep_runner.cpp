@@ -41,7 +41,7 @@ std::string axis_column(const GridAxis& a) { return "grid." + a.key; }
 
 // The first-order prediction depends on the seed only through random arrivals or durations.
 bool seed_free_schedule(const Scenario& s) {
-  return !s.workload.arrival.random() && s.workload.duration.type == "fixed";
+  return !s.workload.arrival.random() && s.workload.duration.fixed_s().has_value();
 }
 
 // The cost models of a sweep's points: one per distinct model, GPU and cost_model section, built

@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
 
 #include "base/config_error.h"
 #include "base/time.h"
-#include "sim/workload/arrivals.h"
+#include "sim/config_limits.h"
 
 namespace metronome {
 namespace {
@@ -34,9 +35,9 @@ std::optional<double> cell_number(const std::string& cell) {
   return v;
 }
 
-class ProfileArrivals final : public ArrivalProcess {
+class ProfileProcess final : public ArrivalProcess {
  public:
-  ProfileArrivals(std::vector<RatePoint> points, double start_s)
+  ProfileProcess(std::vector<RatePoint> points, double start_s)
       : p_(std::move(points)), t_(start_s) {
     while (i_ + 1 < p_.size() && p_[i_ + 1].time_s <= t_) ++i_;
   }
@@ -184,9 +185,48 @@ double peak_rate(const std::vector<RatePoint>& points) {
   return most;
 }
 
-std::unique_ptr<ArrivalProcess> make_profile_arrivals(std::vector<RatePoint> points,
-                                                      double start_s) {
-  return std::make_unique<ProfileArrivals>(std::move(points), start_s);
+void ProfileArrivals::write(nlohmann::json& a) const {
+  a["start_s"] = start_s_;
+  if (file_.empty()) {
+    a["profile"] = rate_profile_json(points_);
+  } else {
+    a["profile_file"] = file_;
+  }
+}
+
+std::unique_ptr<ArrivalProcess> ProfileArrivals::make_process() const {
+  return std::make_unique<ProfileProcess>(points_, start_s_);
+}
+
+std::string ProfileArrivals::check_size(double horizon_s) const {
+  const double expected = expected_calls(points_, start_s_, horizon_s);
+  if (expected <= kMaxCallers) return "";
+  return "profile: expected at most 1e7 callers per run, got the profile's integral to "
+         "horizon_s = " +
+         nlohmann::json(expected).dump() + "; lower the rates or the horizon";
+}
+
+std::shared_ptr<const ArrivalPolicy> ProfileArrivals::parse(JsonSection& a) {
+  const double start = parse_start_s(a);
+  if (a.has("profile") == a.has("profile_file")) {
+    a.fail("profile",
+           "either profile (inline [time_s, calls_per_s] points) or profile_file (a "
+           "CSV of time_s,calls_per_s), not both or neither");
+  }
+  if (a.has("profile")) {
+    return std::make_shared<ProfileArrivals>(
+        start, parse_rate_profile(a.raw("profile"), a.source() + ": " + a.field("profile")));
+  }
+  // Absolute, so the resolved scenario beside the results still finds it (a file's own relative
+  // path was made absolute at load; a --set one is relative to the working folder).
+  std::string file =
+      std::filesystem::absolute(a.string("profile_file", std::nullopt)).lexically_normal().string();
+  try {
+    std::vector<RatePoint> points = read_rate_profile_csv(file);
+    return std::make_shared<ProfileArrivals>(start, std::move(points), std::move(file));
+  } catch (const ConfigError& e) {
+    throw ConfigError(a.source() + ": " + a.field("profile_file") + ": " + e.what());
+  }
 }
 
 }  // namespace metronome

@@ -4,10 +4,10 @@
 // profile shorter than the horizon is not an error: its last rate holds). The first point is at
 // 0 s. Within the profile arrivals are a Poisson process of that rate.
 //
-// A profile is given inline (`workload.arrival.profile: [[0, 1.5], [3600, 4.0], ...]`) or as a
-// CSV file (`workload.arrival.profile_file`, relative to the scenario file) whose first line is
-// the header `time_s,calls_per_s` and each further line one point; blank lines and lines starting
-// with '#' are skipped.
+// workload.arrival.type = "profile". A profile is given inline (`workload.arrival.profile:
+// [[0, 1.5], [3600, 4.0], ...]`) or as a CSV file (`workload.arrival.profile_file`, relative to the
+// scenario file) whose first line is the header `time_s,calls_per_s` and each further line one
+// point; blank lines and lines starting with '#' are skipped.
 #pragma once
 
 #include <functional>
@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace metronome {
+#include "sim/workload/arrivals.h"
 
-class ArrivalProcess;  // sim/workload/arrivals.h, which needs the scenario this header is in
+namespace metronome {
 
 struct RatePoint {
   double time_s = 0;
@@ -46,7 +46,30 @@ double peak_rate(const std::vector<RatePoint>& points);
 // Poisson arrivals under the profile from `start_s` on, by inverting the cumulative rate: each gap
 // is one unit exponential draw spent against the rate interval by interval, so a run draws one
 // number per caller whatever the profile, and the same seed gives the same calls.
-std::unique_ptr<ArrivalProcess> make_profile_arrivals(std::vector<RatePoint> points,
-                                                      double start_s);
+class ProfileArrivals final : public ArrivalPolicy {
+ public:
+  // `file`: the absolute path of the CSV the points were read from; empty where given inline.
+  ProfileArrivals(double start_s, std::vector<RatePoint> points, std::string file = "")
+      : start_s_(start_s), points_(std::move(points)), file_(std::move(file)) {}
+
+  std::string type() const override { return "profile"; }
+  void write(nlohmann::json& a) const override;
+  std::unique_ptr<ArrivalProcess> make_process() const override;
+  double start_s() const override { return start_s_; }
+  bool random() const override { return true; }
+  // Little's law at the peak rate, which the pool must hold.
+  double live_callers(double call_s) const override { return peak_rate(points_) * call_s; }
+  std::string check_size(double horizon_s) const override;
+
+  const std::vector<RatePoint>& points() const { return points_; }
+  const std::string& file() const { return file_; }
+
+  static std::shared_ptr<const ArrivalPolicy> parse(JsonSection& a);
+
+ private:
+  double start_s_;
+  std::vector<RatePoint> points_;
+  std::string file_;
+};
 
 }  // namespace metronome

@@ -45,13 +45,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         apply_set(j, std::string(key) + "=" + j[key].get<std::string>(), "");
     }
     for (const auto& s : sets) apply_set(j, s, "");
+    // Keep each execution short: at most 200 callers, or 50 a second.
+    if (auto w = j.find("workload"); w != j.end() && w->is_object()) {
+      if (auto a = w->find("arrival"); a != w->end() && a->is_object()) {
+        if (auto n = a->find("sessions"); n != a->end() && n->is_number() && *n > 200) *n = 200;
+        if (auto r = a->find("rate_per_s"); r != a->end() && r->is_number() && *r > 50) *r = 50;
+      }
+    }
     Scenario s = parse_scenario(j, "fuzz");
     // Keep each execution short: the engine's cost grows with sessions x horizon / period.
     if (s.horizon_s > 5) s.horizon_s = 5;
     if (s.workload.frame_period_s < 0.01) s.workload.frame_period_s = 0.01;
     if (s.output.sample_period_s < 0.5) s.output.sample_period_s = 0.5;
-    if (s.workload.arrival.sessions > 200) s.workload.arrival.sessions = 200;
-    if (s.workload.arrival.rate_per_s > 50) s.workload.arrival.rate_per_s = 50;
     if (s.workload.frame_jitter_s >= s.workload.frame_period_s) s.workload.frame_jitter_s = 0;
     predict_first_order(s);
     simulate(s);

@@ -30,7 +30,7 @@ TEST(Scenario, DefaultIsTheCanonicalMoshiScenario) {
   const Scenario s = load_scenario("");
   EXPECT_EQ(s.model.name, "moshi");
   EXPECT_EQ(s.gpu.name, "h200");
-  EXPECT_EQ(s.workload.arrival.sessions, 300);
+  EXPECT_EQ(to_json(s)["workload"]["arrival"]["sessions"], 300);
   EXPECT_DOUBLE_EQ(s.workload.frame_period_s, 0.08);
   // 512 KiB of KV per token, as the brief works out for Moshi.
   EXPECT_EQ(s.model.kv_bytes_per_token(), 512 * 1024);

@@ -11,7 +11,6 @@
 #include "sim/engine.h"
 #include "sim/pool_sizing.h"
 #include "sim/scenario.h"
-#include "sim/workload/arrivals.h"
 #include "tests/sim/expect_error.h"
 
 namespace metronome {
@@ -28,11 +27,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 // Arrival instants under `points` up to `until_s`, from seed `seed`.
 std::vector<double> draw(const std::vector<RatePoint>& points, double until_s, uint64_t seed,
                          double start_s = 0) {
-  ArrivalConfig c;
-  c.type = "profile";
-  c.profile = points;
-  c.start_s = start_s;
-  auto a = make_arrival_process(c);
+  auto a = ProfileArrivals(start_s, points).make_process();
   Rng rng(seed, "arrivals");
   std::vector<double> t;
   while (auto next = a->next(rng)) {
@@ -40,6 +35,10 @@ std::vector<double> draw(const std::vector<RatePoint>& points, double until_s, u
     t.push_back(to_seconds(*next));
   }
   return t;
+}
+
+const ProfileArrivals& profile_of(const Scenario& s) {
+  return dynamic_cast<const ProfileArrivals&>(*s.workload.arrival.policy);
 }
 
 std::string scenario_with(const std::string& arrival) {
@@ -127,12 +126,12 @@ TEST(RateProfile, SameSeedSameCallsAndTheSeedMatters) {
 TEST(RateProfile, ShippedShortScenarioRunsDeterministically) {
   const std::string path = kSource + "/scenarios/traffic/moshi_h200_short.json";
   const Scenario s = load_scenario(path);
-  ASSERT_EQ(s.workload.arrival.type, "profile");
-  ASSERT_EQ(s.workload.arrival.profile.size(), 4u);
-  EXPECT_TRUE(std::filesystem::path(s.workload.arrival.profile_file).is_absolute());
+  ASSERT_EQ(s.workload.arrival.type(), "profile");
+  ASSERT_EQ(profile_of(s).points().size(), 4u);
+  EXPECT_TRUE(std::filesystem::path(profile_of(s).file()).is_absolute());
   // The resolved scenario names the CSV and reads back to the same profile.
   const Scenario again = parse_scenario(to_json(s), "resolved");
-  EXPECT_EQ(again.workload.arrival.profile, s.workload.arrival.profile);
+  EXPECT_EQ(profile_of(again).points(), profile_of(s).points());
   auto run = [&] {
     auto cost = make_cost_model(s);
     Engine e(s, *cost, size_pool(s));
@@ -143,7 +142,7 @@ TEST(RateProfile, ShippedShortScenarioRunsDeterministically) {
   EXPECT_EQ(a.frames_served, b.frames_served);
   EXPECT_EQ(a.engine_steps, b.engine_steps);
   EXPECT_EQ(a.busy_s, b.busy_s);
-  const double mean = expected_calls(s.workload.arrival.profile, 0, s.horizon_s);  // 960
+  const double mean = expected_calls(profile_of(s).points(), 0, s.horizon_s);  // 960
   EXPECT_LE(std::fabs(static_cast<double>(a.sessions_arrived) - mean), 4 * std::sqrt(mean));
 }
 
@@ -152,9 +151,9 @@ TEST(RateProfile, InlinePointsLoadAndRoundTrip) {
       "inline.json",
       scenario_with(R"({"type": "profile", "profile": [[0, 1], [100, 3.5], [200, 0]]})")));
   const std::vector<RatePoint> want = {{0, 1}, {100, 3.5}, {200, 0}};
-  EXPECT_EQ(s.workload.arrival.profile, want);
-  EXPECT_TRUE(s.workload.arrival.profile_file.empty());
-  EXPECT_EQ(parse_scenario(to_json(s), "resolved").workload.arrival.profile, want);
+  EXPECT_EQ(profile_of(s).points(), want);
+  EXPECT_TRUE(profile_of(s).file().empty());
+  EXPECT_EQ(profile_of(parse_scenario(to_json(s), "resolved")).points(), want);
 }
 
 TEST(RateProfile, BadProfilesNameTheFileAndField) {
