@@ -26,12 +26,7 @@ void check_replay_bounds(const Scenario& s) {
         "{}workload.frame_period_s: expected at least {:g} s for a real-time run, got {:g}", where,
         kMinReplayFramePeriodS, s.workload.frame_period_s));
   }
-  const auto& a = s.workload.arrival;
-  double callers = static_cast<double>(a.sessions);
-  if (a.type == "poisson") {
-    callers = a.rate_per_s * std::max(0.0, s.horizon_s - a.start_s);
-    if (a.max_sessions > 0) callers = std::min(callers, static_cast<double>(a.max_sessions));
-  }
+  const double callers = s.workload.arrival.policy->expected_callers(s.horizon_s);
   if (callers > static_cast<double>(kMaxReplayCallers)) {
     throw ConfigError(fmt::format(
         "{}workload.arrival: {:.3g} callers; expected at most {} for a real-time run (lower the "

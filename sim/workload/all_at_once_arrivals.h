@@ -22,6 +22,7 @@ class AllAtOnceArrivals final : public ArrivalPolicy {
   bool random() const override { return false; }
   bool one_cohort() const override { return true; }
   double live_callers(double) const override { return static_cast<double>(sessions_); }
+  double expected_callers(double) const override { return static_cast<double>(sessions_); }
   std::string check_size(double) const override { return check_sessions_size(sessions_); }
 
   static std::shared_ptr<const ArrivalPolicy> parse(JsonSection& a) {

@@ -38,6 +38,8 @@ class ArrivalPolicy {
   virtual bool random() const = 0;
   // Every caller arrives at start_s: one cohort, whose frames the service-rate model follows.
   virtual bool one_cohort() const { return false; }
+  // Callers a run to horizon_s brings: the count, or its mean where the count is drawn.
+  virtual double expected_callers(double horizon_s) const = 0;
   // Callers live at once when every call lasts call_s: what the pool is asked to hold.
   virtual double live_callers(double call_s) const = 0;
   // Empty, or "field: why" when a run to horizon_s would bring more than kMaxCallers

@@ -27,6 +27,7 @@ class FixedIntervalArrivals final : public ArrivalPolicy {
   double live_callers(double call_s) const override {
     return std::min(static_cast<double>(sessions_), call_s / interval_s_);
   }
+  double expected_callers(double) const override { return static_cast<double>(sessions_); }
   std::string check_size(double) const override { return check_sessions_size(sessions_); }
 
   static std::shared_ptr<const ArrivalPolicy> parse(JsonSection& a) {

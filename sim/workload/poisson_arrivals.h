@@ -25,6 +25,10 @@ class PoissonArrivals final : public ArrivalPolicy {
   }
   double start_s() const override { return start_s_; }
   bool random() const override { return true; }
+  double expected_callers(double horizon_s) const override {
+    const double mean = rate_per_s_ * std::max(0.0, horizon_s - start_s_);
+    return max_sessions_ > 0 ? std::min(mean, static_cast<double>(max_sessions_)) : mean;
+  }
   // Little's law.
   double live_callers(double call_s) const override {
     const double live = rate_per_s_ * call_s;

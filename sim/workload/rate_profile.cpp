@@ -199,7 +199,7 @@ std::unique_ptr<ArrivalProcess> ProfileArrivals::make_process() const {
 }
 
 std::string ProfileArrivals::check_size(double horizon_s) const {
-  const double expected = expected_calls(points_, start_s_, horizon_s);
+  const double expected = expected_callers(horizon_s);
   if (expected <= kMaxCallers) return "";
   return "profile: expected at most 1e7 callers per run, got the profile's integral to "
          "horizon_s = " +

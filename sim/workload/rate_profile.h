@@ -59,6 +59,9 @@ class ProfileArrivals final : public ArrivalPolicy {
   bool random() const override { return true; }
   // Little's law at the peak rate, which the pool must hold.
   double live_callers(double call_s) const override { return peak_rate(points_) * call_s; }
+  double expected_callers(double horizon_s) const override {
+    return expected_calls(points_, start_s_, horizon_s);
+  }
   std::string check_size(double horizon_s) const override;
 
   const std::vector<RatePoint>& points() const { return points_; }
