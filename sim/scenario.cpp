@@ -13,6 +13,7 @@
 #include "base/json_section.h"
 #include "base/time.h"
 #include "sim/catalog.h"
+#include "sim/config_field.h"
 #include "sim/config_limits.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_models.h"
@@ -112,43 +113,8 @@ void resolve_fleet_references(nlohmann::json& j, const std::string& base_dir,
   }
 }
 
-ModelConfig parse_model(JsonSection m) {
-  ModelConfig c;
-  c.name = m.string("name", "custom");
-  m.string("comment", "");
-  m.string("source", "");
-  c.loaded_from = m.string("loaded_from", "");
-  const bool has_notes = m.has("notes");
-  if (const auto& notes = m.raw("notes"); has_notes) {
-    if (!notes.is_array()) m.fail("notes", "an array of strings");
-    for (const auto& n : notes) {
-      if (!n.is_string()) m.fail("notes", "an array of strings");
-      c.notes.push_back(n.get<std::string>());
-    }
-  }
-  c.layers = m.integer("layers", std::nullopt, 1, 100000);
-  c.hidden_size = m.integer("hidden_size", std::nullopt, 1, 10'000'000);
-  c.attention_heads = m.integer("attention_heads", std::nullopt, 1, 100000);
-  c.kv_heads = m.integer("kv_heads", std::nullopt, 1, 100000);
-  c.head_dim = m.integer("head_dim", std::nullopt, 1, 100000);
-  c.ffn_size = m.integer("ffn_size", 0, 0, 100'000'000);
-  c.vocab_size = m.integer("vocab_size", 0, 0, 100'000'000);
-  c.kv_bytes_per_element = m.integer("kv_bytes_per_element", 2, 1, 8);
-  c.weight_bytes_per_param = m.in_range("weight_bytes_per_param", 2.0, 0.125, 8);
-  c.experts = m.integer("experts", 0, 0, 100000);
-  c.experts_active = m.integer("experts_active", 0, 0, 100000);
-  c.expert_ffn_size = m.integer("expert_ffn_size", 0, 0, 100'000'000);
-  c.attention_bias = m.one_of("attention_bias", c.attention_bias, {"none", "qkv", "all"});
-  c.tie_word_embeddings = m.boolean("tie_word_embeddings", false);
-  c.max_context_tokens = m.integer("max_context_tokens", 0, 0, 1'000'000'000);
-  const bool has_parts = m.has("weights_not_counted");
-  if (const auto& parts = m.raw("weights_not_counted"); has_parts) {
-    if (!parts.is_array()) m.fail("weights_not_counted", "an array of sub-model names");
-    for (const auto& p : parts) {
-      if (!p.is_string()) m.fail("weights_not_counted", "an array of sub-model names");
-      c.weights_not_counted.push_back(p.get<std::string>());
-    }
-  }
+// Without weight_bytes, the weights are counted from the shapes (and what that leaves out said).
+void read_weight_bytes(JsonSection& m, ModelConfig& c) {
   if (m.has("weight_bytes")) {
     c.weight_bytes = m.in_range("weight_bytes", std::nullopt, 0, kMaxBytes);
   } else {
@@ -180,6 +146,44 @@ ModelConfig parse_model(JsonSection m) {
         c.experts > 0 ? fmt::format(", {} experts each", c.experts) : std::string(),
         c.weight_bytes_per_param));
   }
+}
+
+const ConfigFields<ModelConfig>& model_fields() {
+  using M = ModelConfig;
+  static const ConfigFields<M> f = {
+      string_field("name", &M::name, {}, "custom"),
+      note_field<M>("comment"),
+      note_field<M>("source"),
+      string_field("loaded_from", &M::loaded_from, {}, kInitial, Write::kUnlessDefault),
+      strings_field("notes", &M::notes, "an array of strings"),
+      int_field("layers", &M::layers, 1, 100000, kRequired),
+      int_field("hidden_size", &M::hidden_size, 1, 10'000'000, kRequired),
+      int_field("attention_heads", &M::attention_heads, 1, 100000, kRequired),
+      int_field("kv_heads", &M::kv_heads, 1, 100000, kRequired),
+      int_field("head_dim", &M::head_dim, 1, 100000, kRequired),
+      int_field("ffn_size", &M::ffn_size, 0, 100'000'000),
+      int_field("vocab_size", &M::vocab_size, 0, 100'000'000),
+      int_field("kv_bytes_per_element", &M::kv_bytes_per_element, 1, 8),
+      number_field("weight_bytes_per_param", &M::weight_bytes_per_param, 0.125, 8),
+      int_field("experts", &M::experts, 0, 100000),
+      int_field("experts_active", &M::experts_active, 0, 100000),
+      int_field("expert_ffn_size", &M::expert_ffn_size, 0, 100'000'000),
+      // Only where they say something, so the resolved form of a shipped model stays as it was.
+      string_field("attention_bias", &M::attention_bias, {"none", "qkv", "all"}, kInitial,
+                   Write::kUnlessDefault),
+      bool_field("tie_word_embeddings", &M::tie_word_embeddings, Write::kUnlessDefault),
+      int_field("max_context_tokens", &M::max_context_tokens, 0, 1'000'000'000, kInitial,
+                Write::kUnlessDefault),
+      strings_field("weights_not_counted", &M::weights_not_counted, "an array of sub-model names"),
+      {&read_weight_bytes,
+       [](const M& c, nlohmann::json& j) { j["weight_bytes"] = c.weight_bytes; }},
+  };
+  return f;
+}
+
+ModelConfig parse_model(JsonSection m) {
+  ModelConfig c;
+  read_fields(model_fields(), m, c);
   m.finish();
   if (c.attention_heads % c.kv_heads != 0) {
     m.fail("attention_heads", "a multiple of kv_heads (grouped-query attention)");
@@ -193,28 +197,27 @@ ModelConfig parse_model(JsonSection m) {
   return c;
 }
 
-GpuConfig parse_gpu(JsonSection g) {
-  GpuConfig c;
-  c.name = g.string("name", "custom");
-  g.string("comment", "");
-  g.string("source", "");
-  c.memory_bytes = g.in_range("memory_bytes", std::nullopt, 1, kMaxBytes);
-  c.memory_source = g.string("memory_source", "");
-  c.measured_calibration = g.string("measured_calibration", "");
-  c.memory_bandwidth_bytes_per_s =
-      g.in_range("memory_bandwidth_bytes_per_s", std::nullopt, 1, 1e16);
-  c.bf16_flops = g.in_range("bf16_flops", std::nullopt, 1, 1e19);
+// The link tensor parallelism prices its all-reduces on: its bandwidth and latency come together,
+// with where they were read. Written only under engine.tensor_parallel > 1 (to_json).
+void read_interconnect(JsonSection& g, GpuConfig& c) {
   if (g.has("interconnect_bandwidth_bytes_per_s") || g.has("interconnect_latency_s")) {
     c.interconnect_bandwidth_bytes_per_s =
         g.in_range("interconnect_bandwidth_bytes_per_s", std::nullopt, 1e6, 1e16);
     c.interconnect_latency_s = g.in_range("interconnect_latency_s", std::nullopt, 0, 1);
     c.interconnect_source = g.string("interconnect_source", std::nullopt);
   }
+}
+
+// What a GPU hour costs, with where the price was read; for plan, never written.
+void read_price(JsonSection& g, GpuConfig& c) {
   if (g.has("price_per_gpu_hour")) {
     c.price_per_gpu_hour = g.in_range("price_per_gpu_hour", std::nullopt, 0, 1e6);
     c.price_source = g.string("price_source", std::nullopt);
   }
-  c.loaded_from = g.string("loaded_from", "");
+}
+
+// The corrected roofline's fit; written only under the cost model that uses it (to_json).
+void read_roofline_correction(JsonSection& g, GpuConfig& c) {
   if (g.has("roofline_correction")) {
     JsonSection r = g.section("roofline_correction", true);
     auto& rc = c.roofline_correction;
@@ -230,6 +233,9 @@ GpuConfig parse_gpu(JsonSection g) {
     r.raw("error");  // the fit's before/after error table, for readers
     r.finish();
   }
+}
+
+void read_shape_aware_correction(JsonSection& g, GpuConfig& c) {
   if (g.has("shape_aware_correction")) {
     JsonSection r = g.section("shape_aware_correction", true);
     auto& sc = c.shape_aware_correction;
@@ -248,6 +254,33 @@ GpuConfig parse_gpu(JsonSection g) {
     r.raw("held_out");  // the fit's error on each profile left out, for readers
     r.finish();
   }
+}
+
+const ConfigFields<GpuConfig>& gpu_fields() {
+  using G = GpuConfig;
+  static const ConfigFields<G> f = {
+      string_field("name", &G::name, {}, "custom"),
+      note_field<G>("comment"),
+      note_field<G>("source"),
+      number_field("memory_bytes", &G::memory_bytes, 1, kMaxBytes, kRequired),
+      string_field("memory_source", &G::memory_source, {}, kInitial, Write::kUnlessDefault),
+      string_field("measured_calibration", &G::measured_calibration, {}, kInitial,
+                   Write::kReadOnly),
+      number_field("memory_bandwidth_bytes_per_s", &G::memory_bandwidth_bytes_per_s, 1, 1e16,
+                   kRequired),
+      number_field("bf16_flops", &G::bf16_flops, 1, 1e19, kRequired),
+      {&read_interconnect, nullptr},
+      {&read_price, nullptr},
+      string_field("loaded_from", &G::loaded_from, {}, kInitial, Write::kReadOnly),
+      {&read_roofline_correction, nullptr},
+      {&read_shape_aware_correction, nullptr},
+  };
+  return f;
+}
+
+GpuConfig parse_gpu(JsonSection g) {
+  GpuConfig c;
+  read_fields(gpu_fields(), g, c);
   g.finish();
   return c;
 }
@@ -258,43 +291,81 @@ const std::vector<std::string>& kv_cache_dtypes() {
   return names;
 }
 
+const ConfigFields<EngineConfig>& engine_fields() {
+  using E = EngineConfig;
+  using nlohmann::json;
+  // vllm_v1's own fields, written only under it so a frame scenario's resolved form stays as it
+  // was.
+  auto vllm_only = [](ConfigField<E> f) {
+    return written_if<E>(std::move(f), [](const E& c) { return c.scheduler == "vllm_v1"; });
+  };
+  static const ConfigFields<E> f = {
+      int_field("block_size", &E::block_size, 1, 1 << 20),
+      {[](JsonSection& e, E& c) {
+         c.gpu_memory_utilization = e.number("gpu_memory_utilization", c.gpu_memory_utilization);
+         if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
+           e.fail("gpu_memory_utilization", "a fraction in (0, 1]");
+         }
+       },
+       [](const E& c, json& j) { j["gpu_memory_utilization"] = c.gpu_memory_utilization; }},
+      number_field("activation_reserve_bytes", &E::activation_reserve_bytes, 0, kMaxBytes),
+      // Written under vLLM's name; max_sessions_per_step is its old alias.
+      {[](JsonSection& e, E& c) {
+         if (e.has("max_num_seqs") && e.has("max_sessions_per_step")) {
+           e.fail("max_num_seqs", "only one of max_num_seqs and its alias max_sessions_per_step");
+         }
+         c.max_sessions_per_step =
+             e.has("max_num_seqs")
+                 ? e.integer("max_num_seqs", c.max_sessions_per_step, 1, kMaxCount)
+                 : e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
+       },
+       [](const E& c, json& j) { j["max_num_seqs"] = c.max_sessions_per_step; }},
+      // vLLM logs its pool as "# GPU blocks: N" (num_gpu_blocks): a user can read it off their
+      // server and give it here, overriding the sizing rule. num_blocks is the older name.
+      {[](JsonSection& e, E& c) {
+         if (e.has("num_gpu_blocks") && e.has("num_blocks")) {
+           e.fail("num_gpu_blocks", "only one of num_gpu_blocks and its alias num_blocks");
+         }
+         c.num_blocks = e.has("num_gpu_blocks") ? e.optional_integer("num_gpu_blocks", 1, kMaxCount)
+                                                : e.optional_integer("num_blocks", 1, kMaxCount);
+       },
+       [](const E& c, json& j) {
+         if (c.num_blocks) j["num_blocks"] = *c.num_blocks;
+       }},
+      string_field("kv_cache_dtype", &E::kv_cache_dtype, kv_cache_dtypes()),
+      string_field("scheduler", &E::scheduler, {"frame", "vllm_v1"}),
+      {[](JsonSection& e, E& c) {
+         c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
+       },
+       [](const E& c, json& j) { j["exhaustion"] = c.exhaustion->type(); }},
+      vllm_only(int_field("max_num_batched_tokens", &E::max_num_batched_tokens, 1, kMaxCount)),
+      // Only where it is used, so the resolved config of a one-GPU replica stays as it was.
+      {[](JsonSection& e, E& c) {
+         c.tensor_parallel = e.integer("tensor_parallel", c.tensor_parallel, 1, 8);
+         if ((c.tensor_parallel & (c.tensor_parallel - 1)) != 0) {
+           e.fail("tensor_parallel", "one of 1, 2, 4, 8 (GPUs per replica)");
+         }
+       },
+       [](const E& c, json& j) {
+         if (c.tensor_parallel > 1) j["tensor_parallel"] = c.tensor_parallel;
+       }},
+      vllm_only(
+          string_field("session_model", &E::session_model, {"resumable", "per_frame_request"})),
+      vllm_only(bool_field("enable_prefix_caching", &E::enable_prefix_caching)),
+      // Resolved by parse_scenario where absent (the frame deadline), so always set when written.
+      {[](JsonSection& e, E& c) {
+         c.silence_after_s = e.optional_positive("silence_after_s");
+         if (c.silence_after_s && *c.silence_after_s > kMaxSeconds)
+           e.fail("silence_after_s", "at most 1e9 s");
+       },
+       [](const E& c, json& j) { j["silence_after_s"] = c.silence_after_s.value(); }},
+  };
+  return f;
+}
+
 EngineConfig parse_engine(JsonSection e) {
   EngineConfig c;
-  c.block_size = e.integer("block_size", c.block_size, 1, 1 << 20);
-  c.gpu_memory_utilization = e.number("gpu_memory_utilization", c.gpu_memory_utilization);
-  if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
-    e.fail("gpu_memory_utilization", "a fraction in (0, 1]");
-  }
-  c.activation_reserve_bytes =
-      e.in_range("activation_reserve_bytes", c.activation_reserve_bytes, 0, kMaxBytes);
-  if (e.has("max_num_seqs") && e.has("max_sessions_per_step")) {
-    e.fail("max_num_seqs", "only one of max_num_seqs and its alias max_sessions_per_step");
-  }
-  c.max_sessions_per_step =
-      e.has("max_num_seqs")
-          ? e.integer("max_num_seqs", c.max_sessions_per_step, 1, kMaxCount)
-          : e.integer("max_sessions_per_step", c.max_sessions_per_step, 1, kMaxCount);
-  // vLLM logs its pool as "# GPU blocks: N" (num_gpu_blocks): a user can read it off their
-  // server and give it here, overriding the sizing rule. num_blocks is the older name.
-  if (e.has("num_gpu_blocks") && e.has("num_blocks")) {
-    e.fail("num_gpu_blocks", "only one of num_gpu_blocks and its alias num_blocks");
-  }
-  c.num_blocks = e.has("num_gpu_blocks") ? e.optional_integer("num_gpu_blocks", 1, kMaxCount)
-                                         : e.optional_integer("num_blocks", 1, kMaxCount);
-  c.kv_cache_dtype = e.one_of("kv_cache_dtype", c.kv_cache_dtype, kv_cache_dtypes());
-  c.scheduler = e.one_of("scheduler", c.scheduler, {"frame", "vllm_v1"});
-  c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
-  c.max_num_batched_tokens =
-      e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
-  c.tensor_parallel = e.integer("tensor_parallel", c.tensor_parallel, 1, 8);
-  if ((c.tensor_parallel & (c.tensor_parallel - 1)) != 0) {
-    e.fail("tensor_parallel", "one of 1, 2, 4, 8 (GPUs per replica)");
-  }
-  c.session_model = e.one_of("session_model", c.session_model, {"resumable", "per_frame_request"});
-  c.enable_prefix_caching = e.boolean("enable_prefix_caching", c.enable_prefix_caching);
-  c.silence_after_s = e.optional_positive("silence_after_s");
-  if (c.silence_after_s && *c.silence_after_s > kMaxSeconds)
-    e.fail("silence_after_s", "at most 1e9 s");
+  read_fields(engine_fields(), e, c);
   e.finish();
   return c;
 }
@@ -305,34 +376,10 @@ KvPolicyConfig parse_kv_policy(JsonSection k) {
   return c;
 }
 
-WorkloadConfig parse_workload(JsonSection w) {
-  WorkloadConfig c;
-  JsonSection arrival = w.section("arrival", true);
-  c.arrival.policy = arrival_policies().parse(arrival, std::nullopt);
-  JsonSection duration = w.section("duration", true);
-  c.duration.policy = duration_policies().parse(duration, std::nullopt);
-  c.frame_period_s = w.in_range("frame_period_s", c.frame_period_s, 1e-9, kMaxSeconds);
-  if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
-  // The clock counts whole nanoseconds: a period it would round by more than a millionth of
-  // itself (1.5 ns runs as 2 ns) is refused rather than silently changed.
-  if (const double ns = c.frame_period_s * 1e9; std::fabs(ns - std::round(ns)) > 1e-6 * ns) {
-    w.fail("frame_period_s", "a whole number of nanoseconds (the simulator's clock), got " +
-                                 nlohmann::json(c.frame_period_s).dump() + " s");
-  }
-  c.deadline_s = w.optional_positive("deadline_s");
-  if (c.deadline_s && *c.deadline_s > kMaxSeconds) w.fail("deadline_s", "at most 1e9 s");
-  c.input_tokens_per_frame =
-      w.integer("input_tokens_per_frame", c.input_tokens_per_frame, 0, 1'000'000);
-  c.output_tokens_per_frame =
-      w.integer("output_tokens_per_frame", c.output_tokens_per_frame, 0, 1'000'000);
-  c.kv_tokens_per_frame = w.optional_integer("kv_tokens_per_frame", 0, 2'000'000);
-  c.prompt_tokens = w.integer("prompt_tokens", c.prompt_tokens, 0, 100'000'000);
-  c.frame_jitter_s = w.non_negative("frame_jitter_s", c.frame_jitter_s);
-  if (c.frame_jitter_s >= c.frame_period_s) {
-    w.fail("frame_jitter_s", "less than frame_period_s (frames stay in order)");
-  }
-  // The rate as users state it: KV tokens per second per session, the other way of giving
-  // kv_tokens_per_frame (= rate x frame_period_s). Given both, they must agree.
+// The rate as users state it: KV tokens per second per session, the other way of giving
+// kv_tokens_per_frame (= rate x frame_period_s). Given both, they must agree. Never written: the
+// resolved form states kv_tokens_per_frame.
+void read_tokens_per_s(JsonSection& w, WorkloadConfig& c) {
   if (w.has("tokens_per_s_per_session")) {
     const double rate = w.in_range("tokens_per_s_per_session", std::nullopt, 0, 1e9);
     const double per_frame = rate * c.frame_period_s;
@@ -360,6 +407,68 @@ WorkloadConfig parse_workload(JsonSection w) {
   } else {
     w.raw("tokens_per_s_per_session");
   }
+}
+
+const ConfigFields<WorkloadConfig>& workload_fields() {
+  using W = WorkloadConfig;
+  using nlohmann::json;
+  static const ConfigFields<W> f = {
+      {[](JsonSection& w, W& c) {
+         JsonSection a = w.section("arrival", true);
+         c.arrival.policy = arrival_policies().parse(a, std::nullopt);
+       },
+       [](const W& c, json& j) {
+         json a = {{"type", c.arrival.type()}};
+         c.arrival.policy->write(a);
+         j["arrival"] = a;
+       }},
+      {[](JsonSection& w, W& c) {
+         JsonSection d = w.section("duration", true);
+         c.duration.policy = duration_policies().parse(d, std::nullopt);
+       },
+       [](const W& c, json& j) {
+         json d = {{"type", c.duration.type()}};
+         c.duration.policy->write(d);
+         j["duration"] = d;
+       }},
+      {[](JsonSection& w, W& c) {
+         c.frame_period_s = w.in_range("frame_period_s", c.frame_period_s, 1e-9, kMaxSeconds);
+         if (!(c.frame_period_s >= 1e-9)) w.fail("frame_period_s", "a period of at least 1 ns");
+         // The clock counts whole nanoseconds: a period it would round by more than a millionth
+         // of itself (1.5 ns runs as 2 ns) is refused rather than silently changed.
+         if (const double ns = c.frame_period_s * 1e9; std::fabs(ns - std::round(ns)) > 1e-6 * ns) {
+           w.fail("frame_period_s", "a whole number of nanoseconds (the simulator's clock), got " +
+                                        nlohmann::json(c.frame_period_s).dump() + " s");
+         }
+       },
+       [](const W& c, json& j) { j["frame_period_s"] = c.frame_period_s; }},
+      {[](JsonSection& w, W& c) {
+         c.deadline_s = w.optional_positive("deadline_s");
+         if (c.deadline_s && *c.deadline_s > kMaxSeconds) w.fail("deadline_s", "at most 1e9 s");
+       },
+       [](const W& c, json& j) { j["deadline_s"] = c.deadline(); }},
+      int_field("input_tokens_per_frame", &W::input_tokens_per_frame, 0, 1'000'000),
+      int_field("output_tokens_per_frame", &W::output_tokens_per_frame, 0, 1'000'000),
+      {[](JsonSection& w, W& c) {
+         c.kv_tokens_per_frame = w.optional_integer("kv_tokens_per_frame", 0, 2'000'000);
+       },
+       [](const W& c, json& j) { j["kv_tokens_per_frame"] = c.kv_tokens(); }},
+      int_field("prompt_tokens", &W::prompt_tokens, 0, 100'000'000),
+      {[](JsonSection& w, W& c) {
+         c.frame_jitter_s = w.non_negative("frame_jitter_s", c.frame_jitter_s);
+         if (c.frame_jitter_s >= c.frame_period_s) {
+           w.fail("frame_jitter_s", "less than frame_period_s (frames stay in order)");
+         }
+       },
+       [](const W& c, json& j) { j["frame_jitter_s"] = c.frame_jitter_s; }},
+      {&read_tokens_per_s, nullptr},
+  };
+  return f;
+}
+
+WorkloadConfig parse_workload(JsonSection w) {
+  WorkloadConfig c;
+  read_fields(workload_fields(), w, c);
   w.finish();
   return c;
 }
@@ -386,6 +495,12 @@ AdmissionConfig parse_admission(JsonSection a) {
   c.join = a.one_of("join", c.join, {"arrival", "spread"});
   c.policy = admission_policies().parse(a, "none");
   return c;
+}
+
+const ConfigFields<OutputConfig>& output_fields() {
+  static const ConfigFields<OutputConfig> f = {
+      number_field("sample_period_s", &OutputConfig::sample_period_s, 1e-6, kMaxSeconds)};
+  return f;
 }
 
 // Tensor parallelism splits every layer's heads and MLP over the GPUs (sim/cost/
@@ -633,8 +748,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
   s.admission = parse_admission(top.section("admission"));
   JsonSection out = top.section("output");
-  s.output.sample_period_s =
-      out.in_range("sample_period_s", s.output.sample_period_s, 1e-6, kMaxSeconds);
+  read_fields(output_fields(), out, s.output);
   out.finish();
   if (top.has("fleet")) {
     JsonSection fleet = top.section("fleet", true);
@@ -904,33 +1018,10 @@ nlohmann::json shape_aware_json(const ShapeAwareCorrection& c) {
 
 nlohmann::json to_json(const Scenario& s) {
   using nlohmann::json;
-  const auto& m = s.model;
-  json model = {{"name", m.name},
-                {"layers", m.layers},
-                {"hidden_size", m.hidden_size},
-                {"attention_heads", m.attention_heads},
-                {"kv_heads", m.kv_heads},
-                {"head_dim", m.head_dim},
-                {"ffn_size", m.ffn_size},
-                {"vocab_size", m.vocab_size},
-                {"kv_bytes_per_element", m.kv_bytes_per_element},
-                {"weight_bytes", m.weight_bytes},
-                {"weight_bytes_per_param", m.weight_bytes_per_param},
-                {"experts", m.experts},
-                {"experts_active", m.experts_active},
-                {"expert_ffn_size", m.expert_ffn_size}};
-  // Only where they say something, so the resolved form of a shipped model stays as it was.
-  if (m.attention_bias != "none") model["attention_bias"] = m.attention_bias;
-  if (m.tie_word_embeddings) model["tie_word_embeddings"] = true;
-  if (m.max_context_tokens > 0) model["max_context_tokens"] = m.max_context_tokens;
-  if (!m.loaded_from.empty()) model["loaded_from"] = m.loaded_from;
-  if (!m.notes.empty()) model["notes"] = m.notes;
-  if (!m.weights_not_counted.empty()) model["weights_not_counted"] = m.weights_not_counted;
-  json gpu = {{"name", s.gpu.name},
-              {"memory_bytes", s.gpu.memory_bytes},
-              {"memory_bandwidth_bytes_per_s", s.gpu.memory_bandwidth_bytes_per_s},
-              {"bf16_flops", s.gpu.bf16_flops}};
-  if (!s.gpu.memory_source.empty()) gpu["memory_source"] = s.gpu.memory_source;
+  json model = json::object();
+  write_fields(model_fields(), s.model, model);
+  json gpu = json::object();
+  write_fields(gpu_fields(), s.gpu, gpu);
   // Only where it is used, so the resolved config of a plain roofline run stays as it was.
   if (s.cost_model.type == "corrected_roofline" && s.gpu.roofline_correction.present) {
     const auto& rc = s.gpu.roofline_correction;
@@ -946,43 +1037,18 @@ nlohmann::json to_json(const Scenario& s) {
     gpu["shape_aware_correction"] = shape_aware_json(s.gpu.shape_aware_correction);
   }
   const auto& e = s.engine;
-  json engine = {{"block_size", e.block_size},
-                 {"gpu_memory_utilization", e.gpu_memory_utilization},
-                 {"activation_reserve_bytes", e.activation_reserve_bytes},
-                 {"max_num_seqs", e.max_sessions_per_step},
-                 {"kv_cache_dtype", e.kv_cache_dtype},
-                 {"scheduler", e.scheduler},
-                 {"exhaustion", e.exhaustion->type()},
-                 {"silence_after_s", e.silence_after_s.value()}};
-  if (e.num_blocks) engine["num_blocks"] = *e.num_blocks;
+  json engine = json::object();
+  write_fields(engine_fields(), e, engine);
   // Only where it is used, so the resolved config of a one-GPU replica stays as it was.
   if (e.tensor_parallel > 1) {
-    engine["tensor_parallel"] = e.tensor_parallel;
     gpu["interconnect_bandwidth_bytes_per_s"] = s.gpu.interconnect_bandwidth_bytes_per_s;
     gpu["interconnect_latency_s"] = s.gpu.interconnect_latency_s;
     gpu["interconnect_source"] = s.gpu.interconnect_source;
   }
-  if (e.scheduler == "vllm_v1") {
-    engine["max_num_batched_tokens"] = e.max_num_batched_tokens;
-    engine["session_model"] = e.session_model;
-    engine["enable_prefix_caching"] = e.enable_prefix_caching;
-  }
   json kv = {{"type", s.kv_policy.type()}};
   s.kv_policy.policy->write(kv);
-  const auto& w = s.workload;
-  json arrival = {{"type", w.arrival.type()}};
-  w.arrival.policy->write(arrival);
-  json duration = {{"type", w.duration.type()}};
-  w.duration.policy->write(duration);
-  json workload = {{"arrival", arrival},
-                   {"duration", duration},
-                   {"frame_period_s", w.frame_period_s},
-                   {"deadline_s", w.deadline()},
-                   {"input_tokens_per_frame", w.input_tokens_per_frame},
-                   {"output_tokens_per_frame", w.output_tokens_per_frame},
-                   {"kv_tokens_per_frame", w.kv_tokens()},
-                   {"prompt_tokens", w.prompt_tokens},
-                   {"frame_jitter_s", w.frame_jitter_s}};
+  json workload = json::object();
+  write_fields(workload_fields(), s.workload, workload);
   json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
   if (!s.cost_model.file.empty()) cost["file"] = s.cost_model.file;
   const auto& a = s.admission;
@@ -990,13 +1056,12 @@ nlohmann::json to_json(const Scenario& s) {
   a.policy->write(admission);
   if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
   if (a.join != "arrival") admission["join"] = a.join;
-  json resolved = {
-      {"name", s.name},           {"comment", s.comment},
-      {"model", model},           {"gpu", gpu},
-      {"engine", engine},         {"kv_policy", kv},
-      {"workload", workload},     {"cost_model", cost},
-      {"horizon_s", s.horizon_s}, {"seed", s.seed},
-      {"admission", admission},   {"output", {{"sample_period_s", s.output.sample_period_s}}}};
+  json output = json::object();
+  write_fields(output_fields(), s.output, output);
+  json resolved = {{"name", s.name},       {"comment", s.comment},   {"model", model},
+                   {"gpu", gpu},           {"engine", engine},       {"kv_policy", kv},
+                   {"workload", workload}, {"cost_model", cost},     {"horizon_s", s.horizon_s},
+                   {"seed", s.seed},       {"admission", admission}, {"output", output}};
   if (s.fleet) resolved["fleet"] = to_json(*s.fleet);
   return resolved;
 }
