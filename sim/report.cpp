@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "base/version.h"
 
@@ -187,83 +187,114 @@ json run_json(const Scenario& s, const FirstOrderPrediction& p, const RunResult&
   return j;
 }
 
-std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
-  std::ostringstream o;
-  o << fmt::format("scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
-                   s.kv_policy.policy->describe());
-  if (!s.model.loaded_from.empty() || !s.model.notes.empty()) {
-    // A model given by path: what was read and what was derived, so the user can check it.
-    const auto& m = s.model;
-    o << fmt::format(
-        "model      {}{}: {} layers, hidden {}, {} heads ({} KV) x {}, FFN {}{}, vocab {}, {:.2f} "
-        "GB "
-        "of weights\n",
-        m.name, m.loaded_from.empty() ? "" : " from " + m.loaded_from, m.layers, m.hidden_size,
-        m.attention_heads, m.kv_heads, m.head_dim, m.ffn_size,
-        m.moe() ? fmt::format(", {} experts of {} (top {})", m.experts, m.expert_ffn_size,
-                              m.experts_active)
-                : std::string(),
-        m.vocab_size, m.weight_bytes / 1e9);
-    for (const auto& n : m.notes) o << "  derived  " << n << "\n";
-  }
-  if (p.pool.overridden) {
-    o << fmt::format(
+namespace {
+
+// The text's sections, one function each; each returns whole lines ("\n"-ended), or nothing where
+// its section does not apply.
+
+std::string scenario_line(const Scenario& s) {
+  return fmt::format("scenario   {} ({} on {}, {} KV)\n", s.name, s.model.name, s.gpu.name,
+                     s.kv_policy.policy->describe());
+}
+
+// A model given by path: what was read and what was derived, so the user can check it.
+std::string model_lines(const ModelConfig& m) {
+  if (m.loaded_from.empty() && m.notes.empty()) return "";
+  std::string o = fmt::format(
+      "model      {}{}: {} layers, hidden {}, {} heads ({} KV) x {}, FFN {}{}, vocab {}, {:.2f} "
+      "GB "
+      "of weights\n",
+      m.name, m.loaded_from.empty() ? "" : " from " + m.loaded_from, m.layers, m.hidden_size,
+      m.attention_heads, m.kv_heads, m.head_dim, m.ffn_size,
+      m.moe() ? fmt::format(", {} experts of {} (top {})", m.experts, m.expert_ffn_size,
+                            m.experts_active)
+              : std::string(),
+      m.vocab_size, m.weight_bytes / 1e9);
+  for (const auto& n : m.notes) o += "  derived  " + n + "\n";
+  return o;
+}
+
+// Where the KV pool's bytes come from: given outright, or the GPU's memory less weights and
+// activations.
+std::string memory_line(const Scenario& s, const PoolSizing& pool) {
+  if (pool.overridden) {
+    return fmt::format(
         "memory     engine.num_gpu_blocks = {} given (vLLM's \"# GPU blocks\"): the "
         "sizing rule is not used\n",
-        p.pool.num_blocks);
-  } else if (const int64_t k = s.engine.tensor_parallel; k > 1) {
-    o << fmt::format(
+        pool.num_blocks);
+  }
+  if (const int64_t k = s.engine.tensor_parallel; k > 1) {
+    return fmt::format(
         "memory     {} x {} {:.2f} GB x {:.2f} - {:.2f} GB weights - {} x {:.2f} GB activations = "
         "{:.2f} GB for KV (tensor parallel {}: weights and KV heads split over the GPUs)\n",
         k, s.gpu.name, s.gpu.memory_bytes / 1e9, s.engine.gpu_memory_utilization,
         s.model.weight_bytes / 1e9, k, s.engine.activation_reserve_bytes / 1e9,
-        p.pool.usable_bytes / 1e9, k);
-  } else {
-    o << fmt::format(
-        "memory     {} {:.2f} GB{} x {:.2f} - {:.2f} GB weights - {:.2f} GB activations = {:.2f} "
-        "GB for KV\n",
-        s.gpu.name, s.gpu.memory_bytes / 1e9,
-        s.gpu.memory_source.empty()
-            ? std::string()
-            : fmt::format(" as the device reports it ({:.0f} MiB)", s.gpu.memory_bytes / (1 << 20)),
-        s.engine.gpu_memory_utilization, s.model.weight_bytes / 1e9,
-        s.engine.activation_reserve_bytes / 1e9, p.pool.usable_bytes / 1e9);
+        pool.usable_bytes / 1e9, k);
   }
-  o << fmt::format(
+  return fmt::format(
+      "memory     {} {:.2f} GB{} x {:.2f} - {:.2f} GB weights - {:.2f} GB activations = {:.2f} "
+      "GB for KV\n",
+      s.gpu.name, s.gpu.memory_bytes / 1e9,
+      s.gpu.memory_source.empty()
+          ? std::string()
+          : fmt::format(" as the device reports it ({:.0f} MiB)", s.gpu.memory_bytes / (1 << 20)),
+      s.engine.gpu_memory_utilization, s.model.weight_bytes / 1e9,
+      s.engine.activation_reserve_bytes / 1e9, pool.usable_bytes / 1e9);
+}
+
+std::string pool_line(const Scenario& s, const PoolSizing& pool) {
+  return fmt::format(
       "pool       {} blocks x {} tokens = {} tokens ({:.1f} MiB per block, {}){}\n",
-      p.pool.num_blocks, s.engine.block_size, p.pool.num_blocks * s.engine.block_size,
-      static_cast<double>(p.pool.block_bytes) / (1 << 20),
-      fmt::format("{:.1f} KiB per token", static_cast<double>(p.pool.kv_bytes_per_token) / 1024),
-      p.pool.overridden ? " [num_blocks override]" : "");
-  o << fmt::format(
+      pool.num_blocks, s.engine.block_size, pool.num_blocks * s.engine.block_size,
+      static_cast<double>(pool.block_bytes) / (1 << 20),
+      fmt::format("{:.1f} KiB per token", static_cast<double>(pool.kv_bytes_per_token) / 1024),
+      pool.overridden ? " [num_blocks override]" : "");
+}
+
+std::string load_line(const FirstOrderPrediction& p) {
+  return fmt::format(
       "load       {} sessions (peak {} at once), {:.2f} tokens/s each, r = {:.3e} of the pool per "
       "s\n",
       p.sessions, p.peak_concurrent_sessions, p.tokens_per_s_per_session, p.r_per_s);
-  if (const auto cap = s.kv_rule().cap_frames()) {
-    o << fmt::format("cap        a call ends at {} tokens of context: after {} frames ({:g} s)\n",
+}
+
+std::string context_cap_line(const Scenario& s) {
+  const auto cap = s.kv_rule().cap_frames();
+  if (!cap) return "";
+  return fmt::format("cap        a call ends at {} tokens of context: after {} frames ({:g} s)\n",
                      *s.kv_policy.policy->context_cap(), *cap,
                      static_cast<double>(*cap) * s.workload.frame_period_s);
-  }
+}
+
+// When the pool fills: t_sat both ways where KV grows without bound, else the per-session bound.
+std::string saturation_lines(const Scenario& s, const FirstOrderPrediction& p) {
   if (!s.kv_policy.bounded()) {
-    o << fmt::format("t_sat      {} (first-order, summed ages); {} (whole blocks)\n",
-                     secs(p.t_sat_continuous_s), secs(p.t_sat_blocks_s));
-  } else {
-    o << fmt::format("bound      at most {} blocks per session: memory cap {} sessions\n",
-                     *p.max_blocks_per_session, *p.memory_cap_sessions);
-    o << fmt::format("t_sat      {} (whole blocks)\n", secs(p.t_sat_blocks_s));
+    return fmt::format("t_sat      {} (first-order, summed ages); {} (whole blocks)\n",
+                       secs(p.t_sat_continuous_s), secs(p.t_sat_blocks_s));
   }
-  if (p.service && !p.service->keeps_up) {
-    const ServiceCheck& c = *p.service;
-    o << fmt::format(
-        "warning    the engine cannot keep up: one frame of {} sessions at {} cached tokens takes "
-        "{:.1f} ms of engine time per {:.1f} ms period; frames fall behind, the KV grows at the "
-        "service rate and the pool fills later than t_sat{}\n",
-        c.sessions, c.context, c.work_s * 1e3, c.period_s * 1e3,
-        c.t_sat_service_limited_s
-            ? fmt::format(" (service-limited estimate {})", secs(c.t_sat_service_limited_s))
-            : std::string());
-  }
-  return o.str();
+  return fmt::format("bound      at most {} blocks per session: memory cap {} sessions\n",
+                     *p.max_blocks_per_session, *p.memory_cap_sessions) +
+         fmt::format("t_sat      {} (whole blocks)\n", secs(p.t_sat_blocks_s));
+}
+
+std::string keep_up_warning(const FirstOrderPrediction& p) {
+  if (!p.service || p.service->keeps_up) return "";
+  const ServiceCheck& c = *p.service;
+  return fmt::format(
+      "warning    the engine cannot keep up: one frame of {} sessions at {} cached tokens takes "
+      "{:.1f} ms of engine time per {:.1f} ms period; frames fall behind, the KV grows at the "
+      "service rate and the pool fills later than t_sat{}\n",
+      c.sessions, c.context, c.work_s * 1e3, c.period_s * 1e3,
+      c.t_sat_service_limited_s
+          ? fmt::format(" (service-limited estimate {})", secs(c.t_sat_service_limited_s))
+          : std::string());
+}
+
+}  // namespace
+
+std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
+  return scenario_line(s) + model_lines(s.model) + memory_line(s, p.pool) + pool_line(s, p.pool) +
+         load_line(p) + context_cap_line(s) + saturation_lines(s, p) + keep_up_warning(p);
 }
 
 std::string frame_passes_text(const Scenario& s, const FirstOrderPrediction& p) {
@@ -285,44 +316,53 @@ std::string frame_passes_text(const Scenario& s, const FirstOrderPrediction& p) 
       c.ttft_s * 1e3, c.decode_passes, *c.tpot_s * 1e3, step * 1e3, where);
 }
 
-std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
-                     const std::string& cost_label) {
-  std::ostringstream o;
-  o << prediction_text(s, p);
-  o << fmt::format("cost model {}\n", cost_label);
-  o << fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
-                   r.crashed() ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
-                               : std::string("no stall"));
-  if (r.first_stall_s) {
-    auto err = [&](const std::optional<double>& pred) {
-      return pred && *pred > 0 ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred)
-                               : std::string("n/a");
-    };
-    o << fmt::format("           saturation vs first-order: {} (whole blocks), {} (continuous)\n",
-                     err(p.t_sat_blocks_s), err(p.t_sat_continuous_s));
-    if (p.service && p.service->t_sat_service_limited_s) {
-      o << fmt::format("           saturation vs service-limited estimate {}: {}\n",
-                       secs(p.service->t_sat_service_limited_s),
-                       err(p.service->t_sat_service_limited_s));
-    }
+namespace {
+
+// The run's outcome: how long, whether the pool ran out, and the first stall against the
+// predictions.
+std::string outcome_lines(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r) {
+  std::string o =
+      fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
+                  r.crashed() ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
+                              : std::string("no stall"));
+  if (!r.first_stall_s) return o;
+  auto err = [&](const std::optional<double>& pred) {
+    return pred && *pred > 0 ? fmt::format("{:+.2f}%", 100.0 * (*r.first_stall_s - *pred) / *pred)
+                             : std::string("n/a");
+  };
+  o += fmt::format("           saturation vs first-order: {} (whole blocks), {} (continuous)\n",
+                   err(p.t_sat_blocks_s), err(p.t_sat_continuous_s));
+  if (p.service && p.service->t_sat_service_limited_s) {
+    o += fmt::format("           saturation vs service-limited estimate {}: {}\n",
+                     secs(p.service->t_sat_service_limited_s),
+                     err(p.service->t_sat_service_limited_s));
   }
-  // Silent: no output by silence_after_s, so the serving layer sent silence. Of those, some got
-  // their output later (late) and some never did before the caller left or the run ended.
+  return o;
+}
+
+// Silent: no output by silence_after_s, so the serving layer sent silence. Of those, some got
+// their output later (late) and some never did before the caller left or the run ended.
+std::string frames_line(const RunResult& r) {
   const int64_t never = std::max<int64_t>(0, r.frames_due - r.frames_served);
   const int64_t late = std::max<int64_t>(0, r.frames_silent - never);
-  o << fmt::format(
+  return fmt::format(
       "frames     {} due, {} served, {} silent ({} answered late, {} never answered); deadline "
       "misses: {} reported, {} true; goodput {:.1f} frames/s on time\n",
       r.frames_due, r.frames_served, pct(frac(r.frames_silent, r.frames_due)),
       pct(frac(late, r.frames_due)), pct(frac(never, r.frames_due)),
       pct(frac(r.frames_reported_late, r.frames_due)),
       pct(frac(r.frames_due - r.frames_on_time, r.frames_due)), goodput(r.frames_on_time, r.end_s));
-  if (r.sessions_context_capped) {
-    o << fmt::format("calls      {} ended: {} at the context cap of {} tokens, {} hung up\n",
+}
+
+std::string context_capped_line(const Scenario& s, const RunResult& r) {
+  if (!r.sessions_context_capped) return "";
+  return fmt::format("calls      {} ended: {} at the context cap of {} tokens, {} hung up\n",
                      r.sessions_departed, *r.sessions_context_capped,
                      *s.kv_policy.policy->context_cap(),
                      r.sessions_departed - *r.sessions_context_capped);
-  }
+}
+
+std::string latency_line(const Scenario& s, const RunResult& r) {
   const double dl = s.workload.deadline();
   const double reported_ok = 1 - frac(r.frames_reported_late, r.frames_due);
   const double true_ok = frac(r.frames_on_time, r.frames_due);
@@ -330,34 +370,53 @@ std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const Run
   const double r99 = r.reported_latency.output_percentile(0.99);
   const double t50 = r.true_latency.output_percentile(0.5);
   const double t99 = r.true_latency.output_percentile(0.99);
-  o << fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
-                   ms_within(r50, 0.5, reported_ok, dl), ms_within(r99, 0.99, reported_ok, dl),
-                   ms_within(t50, 0.5, true_ok, dl), ms_within(t99, 0.99, true_ok, dl));
-  o << frame_passes_text(s, p);
-  if (std::isfinite(t50) && std::isfinite(t99) && t50 == t99 && r.true_latency.count() > 100) {
-    o << "           p50 = p99: nearly every frame waits the same time (callers on a few phases "
+  return fmt::format("latency    reported p50 {} p99 {}; true p50 {} p99 {}\n",
+                     ms_within(r50, 0.5, reported_ok, dl), ms_within(r99, 0.99, reported_ok, dl),
+                     ms_within(t50, 0.5, true_ok, dl), ms_within(t99, 0.99, true_ok, dl));
+}
+
+std::string same_wait_note(const RunResult& r) {
+  const double t50 = r.true_latency.output_percentile(0.5);
+  const double t99 = r.true_latency.output_percentile(0.99);
+  if (!(std::isfinite(t50) && std::isfinite(t99) && t50 == t99 && r.true_latency.count() > 100)) {
+    return "";
+  }
+  return "           p50 = p99: nearly every frame waits the same time (callers on a few phases "
          "of the period, served in the same steps); admission.join=spread spreads them\n";
-  }
-  if (r.admission.capped) {
-    const auto& a = r.admission;
-    std::string flags;
-    for (const auto& f : a.flags) flags += (flags.empty() ? "" : ", ") + f;
-    o << fmt::format(
-        "admission  {}: N* = {} sessions served (median live over the last half; p5 {} p95 {}); "
-        "cap median {}; {} of {} callers rejected ({} by the memory guard{}), {} increases, {} "
-        "decreases{}\n",
-        s.admission.type(), *a.n_star, *a.live_p5, *a.live_p95, *a.cap_median, r.sessions_rejected,
-        r.sessions_arrived, a.rejected_by_memory,
-        a.memory_guard ? (a.memory_cap ? fmt::format(", memory cap {}", *a.memory_cap) : "")
-                       : ", off",
-        a.increases, a.decreases, flags.empty() ? "" : "; FLAGGED: " + flags);
-    for (const auto& why : a.flag_reasons) o << "           flagged: " << why << "\n";
-  }
-  o << fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
-                   r.peak_pool_blocks, p.pool.num_blocks,
-                   pct(frac(r.peak_pool_blocks, p.pool.num_blocks)), r.tokens_produced,
-                   r.engine_steps);
-  return o.str();
+}
+
+std::string admission_lines(const Scenario& s, const RunResult& r) {
+  if (!r.admission.capped) return "";
+  const auto& a = r.admission;
+  std::string flags;
+  for (const auto& f : a.flags) flags += (flags.empty() ? "" : ", ") + f;
+  std::string o = fmt::format(
+      "admission  {}: N* = {} sessions served (median live over the last half; p5 {} p95 {}); "
+      "cap median {}; {} of {} callers rejected ({} by the memory guard{}), {} increases, {} "
+      "decreases{}\n",
+      s.admission.type(), *a.n_star, *a.live_p5, *a.live_p95, *a.cap_median, r.sessions_rejected,
+      r.sessions_arrived, a.rejected_by_memory,
+      a.memory_guard ? (a.memory_cap ? fmt::format(", memory cap {}", *a.memory_cap) : "")
+                     : ", off",
+      a.increases, a.decreases, flags.empty() ? "" : "; FLAGGED: " + flags);
+  for (const auto& why : a.flag_reasons) o += "           flagged: " + why + "\n";
+  return o;
+}
+
+std::string pool_use_line(const FirstOrderPrediction& p, const RunResult& r) {
+  return fmt::format("pool       peak {} of {} blocks ({}); {} tokens produced; {} engine steps\n",
+                     r.peak_pool_blocks, p.pool.num_blocks,
+                     pct(frac(r.peak_pool_blocks, p.pool.num_blocks)), r.tokens_produced,
+                     r.engine_steps);
+}
+
+}  // namespace
+
+std::string run_text(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r,
+                     const std::string& cost_label) {
+  return prediction_text(s, p) + fmt::format("cost model {}\n", cost_label) +
+         outcome_lines(s, p, r) + frames_line(r) + context_capped_line(s, r) + latency_line(s, r) +
+         frame_passes_text(s, p) + same_wait_note(r) + admission_lines(s, r) + pool_use_line(p, r);
 }
 
 }  // namespace metronome
