@@ -4,6 +4,7 @@
 #include "sim/workload/fixed_interval_arrivals.h"
 #include "sim/workload/poisson_arrivals.h"
 #include "sim/workload/rate_profile.h"
+#include "sim/workload/uniform_arrivals.h"
 
 namespace metronome {
 
@@ -14,6 +15,7 @@ PolicyRegistry<ArrivalPolicy>& arrival_policies() {
     p.add("fixed_interval", {"start_s", "sessions", "interval_s"}, &FixedIntervalArrivals::parse);
     p.add("poisson", {"start_s", "rate_per_s", "max_sessions"}, &PoissonArrivals::parse);
     p.add("profile", {"start_s", "profile", "profile_file"}, &ProfileArrivals::parse);
+    p.add("uniform", {"start_s", "sessions", "within_s"}, &UniformArrivals::parse);
     return p;
   }();
   return r;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -46,7 +47,8 @@ const std::vector<std::string> kArrivals = {
     R"({"type":"all_at_once","sessions":5,"start_s":2})",
     R"({"type":"fixed_interval","sessions":4,"interval_s":0.5})",
     R"({"type":"poisson","rate_per_s":3,"max_sessions":20,"start_s":1})",
-    R"({"type":"profile","profile":[[0,2],[10,0],[20,5]]})"};
+    R"({"type":"profile","profile":[[0,2],[10,0],[20,5]]})",
+    R"({"type":"uniform","sessions":6,"within_s":3,"start_s":1})"};
 const std::vector<std::string> kDurations = {R"({"type":"fixed","seconds":30})",
                                              R"({"type":"exponential","mean_s":40})",
                                              R"({"type":"lognormal","median_s":20,"sigma":0.5})"};
@@ -106,6 +108,36 @@ TEST(WorkloadRegistries, LiveCallersAndFixedLengthsInClosedForm) {
   EXPECT_DOUBLE_EQ(with(kArrivals[0], kDurations[2]).workload.duration.policy->typical_s(), 20);
   EXPECT_FALSE(with(kArrivals[0], kDurations[0]).workload.arrival.random());
   EXPECT_TRUE(with(kArrivals[2], kDurations[0]).workload.arrival.random());
+}
+
+// uniform: exactly N callers, in order, inside [start_s, start_s + within_s], and spread uniformly
+// there: the Kolmogorov-Smirnov distance of 2000 instants to the uniform CDF stays under 0.05 (the
+// 0.1% critical value is 1.95 / sqrt(2000) = 0.044) for each of 5 seeds. Spacings drawn with one
+// exponent for every caller (V^(1/N)) bunch them at the start: a distance past 0.3.
+TEST(WorkloadRegistries, UniformArrivalsAreNSortedUniformDraws) {
+  const Scenario s =
+      with(R"({"type":"uniform","sessions":2000,"within_s":100,"start_s":5})", kDurations[0]);
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const std::vector<Time> t = instants(s, seed, 5000);
+    ASSERT_EQ(t.size(), 2000u);
+    const double n = static_cast<double>(t.size());
+    double ks = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      ASSERT_TRUE(i == 0 || t[i] >= t[i - 1]);
+      const double x = (to_seconds(t[i]) - 5) / 100;
+      ASSERT_GE(x, 0);
+      ASSERT_LE(x, 1);
+      ks = std::max({ks, std::fabs(x - static_cast<double>(i) / n),
+                     std::fabs(x - static_cast<double>(i + 1) / n)});
+    }
+    EXPECT_LT(ks, 0.05) << "seed " << seed;
+  }
+  EXPECT_NE(instants(s, 1), instants(s, 2));
+  EXPECT_DOUBLE_EQ(s.workload.arrival.policy->live_callers(10), 200);  // 20/s x 10 s
+  EXPECT_DOUBLE_EQ(s.workload.arrival.policy->live_callers(1000), 2000);
+  EXPECT_TRUE(s.workload.arrival.random());
+  expect_error([] { with(R"({"type":"uniform","sessions":3})", kDurations[0]); },
+               {"workload.arrival.within_s", "expected"});
 }
 
 }  // namespace
