@@ -836,12 +836,27 @@ const nlohmann::json* workload_field(const nlohmann::json& j, const char* key) {
 }
 
 // What a scenario's name says of its callers: their count where the arrival states one, else the
-// arrival type ("poisson"); and its KV policy type. Empty where the JSON does not say.
+// arrival type ("poisson"); and its KV policy type. Empty where the JSON does not say. The arrival
+// is read as its type writes it back, so a count left from another type (accepted and ignored
+// after --set workload.arrival.type=poisson) is not taken for this one's.
 std::string callers_label(const nlohmann::json& j) {
   const nlohmann::json* a = workload_field(j, "arrival");
   if (!a || !a->is_object()) return "";
-  if (auto n = a->find("sessions"); n != a->end() && n->is_number_integer()) return n->dump();
-  if (auto t = a->find("type"); t != a->end() && t->is_string()) return t->get<std::string>();
+  nlohmann::json stated = *a;
+  try {
+    JsonSection section(*a, "", "workload.arrival");
+    const auto policy = arrival_policies().parse(section, std::nullopt);
+    stated = {{"type", policy->type()}};
+    policy->write(stated);
+  } catch (const ConfigError&) {
+    // Not a whole arrival: read as given; parse_scenario says what is wrong with it.
+  }
+  if (auto n = stated.find("sessions"); n != stated.end() && n->is_number_integer()) {
+    return n->dump();
+  }
+  if (auto t = stated.find("type"); t != stated.end() && t->is_string()) {
+    return t->get<std::string>();
+  }
   return "";
 }
 

@@ -85,6 +85,9 @@ TEST(WorkloadRegistries, TypesAreListedAndOtherTypesKeysAccepted) {
       300, "unbounded", {"workload.arrival.type=poisson", "workload.arrival.rate_per_s=2"});
   EXPECT_EQ(flipped.workload.arrival.type(), "poisson");
   EXPECT_FALSE(to_json(flipped)["workload"]["arrival"].contains("sessions"));
+  // The name follows the type, not the count the old type left behind.
+  EXPECT_NE(flipped.name.find("-poisson-"), std::string::npos) << flipped.name;
+  EXPECT_EQ(flipped.name.find("-300-"), std::string::npos) << flipped.name;
   expect_error([] { with(R"({"type":"poisson","rate_per_s":1,"rate_per_S":3})", kDurations[0]); },
                {"workload.arrival.rate_per_S", "unknown field"});
   expect_error([] { with(R"({"type":"poisson"})", kDurations[0]); },
