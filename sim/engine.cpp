@@ -11,8 +11,6 @@
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/step_time.h"
 #include "sim/pool_sizing.h"
-#include "sim/service_rate.h"
-#include "sim/settled_forecast.h"
 
 namespace metronome {
 namespace {
@@ -49,7 +47,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       cost_(cost),
       observer_(observer),
       pool_(usable_blocks(s, pool)),
-      period_(from_seconds(s.workload.frame_period_s)),
+      period_(std::max<Time>(1, from_seconds(s.workload.frame_period_s))),
       horizon_(from_seconds(s.horizon_s)),
       jitter_(from_seconds(s.workload.frame_jitter_s)),
       block_size_(s.engine.block_size),
@@ -64,10 +62,8 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       jitter_rng_(s.seed, "jitter"),
       arrivals_(make_arrival_process(s.workload.arrival)),
       durations_(make_duration_distribution(s.workload.duration)),
-      admission_(s.admission.policy->make_controller(s.workload.deadline())),
-      control_on_(admission_->adaptive()),
-      ledger_(s, result_, observer, control_on_) {
-  if (period_ < 1) period_ = 1;
+      gate_(s, rule_, cost, pool_.capacity(), period_, horizon_, !vllm_scheduler(s)),
+      ledger_(s, result_, observer, gate_.adaptive()) {
   if (vllm_scheduler(s)) {
     keeps_admission_order_ = false;  // vLLM's scheduler preempts by its own rule
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
@@ -75,17 +71,7 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
   cohorts_ = !exhaustion_.preempts() && jitter_ == 0 && !vllm_;
   // The settled regime runs a window's closed forms: a policy that is no window runs without it.
   settled_on_ = jitter_ == 0 && !vllm_ && rule_.residency.is_window();
-  // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
-  // only when call lengths are known at admission (fixed durations).
-  const bool boundable = s.kv_policy.bounded() || s.workload.duration.type == "fixed";
-  memory_guard_ = s.admission.memory_guard == "on" ||
-                  (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
-  if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
   if (s.kv_policy.policy->context_cap()) result_.sessions_context_capped = 0;
-  if (memory_guard_ && window_reserve_ > 0) memory_cap_ = pool_.capacity() / window_reserve_;
-  if (s.admission.join == "spread") spread_.emplace(period_);
-  control_true_ = s.admission.control_loop().signal == "true";
-  control_period_ = std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s));
 }
 
 RunResult Engine::run() {
@@ -99,8 +85,8 @@ void Engine::begin() {
       events_.push(*t, EventKind::kArrival);
     }
   }
-  if (control_on_ && control_period_ <= horizon_)
-    events_.push(control_period_, EventKind::kControl);
+  if (gate_.adaptive() && gate_.control_period() <= horizon_)
+    events_.push(gate_.control_period(), EventKind::kControl);
 }
 
 void Engine::advance(Time until, bool arrival_at_until) {
@@ -176,40 +162,15 @@ void Engine::on_arrival(Time now) {
 
 Engine::Placement Engine::admit(Time now, double duration_s) {
   ++result_.sessions_arrived;
-  if (at_cap()) {
+  const AdmissionGate::Entry entry = gate_.admit(now, duration_s, live_);
+  if (entry.context_capped) ++*result_.sessions_context_capped;
+  if (entry.verdict != Placement::kAdmitted) {
     ++result_.sessions_rejected;
+    if (entry.verdict == Placement::kNoMemory) ++result_.admission.rejected_by_memory;
     ledger_.note_rejected();
-    return Placement::kCapped;
+    return entry.verdict;
   }
-  // The caller's frame clock starts now, or later where it spreads the live callers' phases; the
-  // call lasts its drawn length from then.
-  const Time start = spread_ ? spread_->place(now) : now;
-  // The call's length is drawn now; its frames and worst-case blocks follow from it.
-  CallSpan call = call_span(start, duration_s, horizon_, period_);
-  if (const auto cap = rule_.residency.cap_frames();
-      cap && cap_call(call, start, *cap, horizon_, period_)) {
-    ++*result_.sessions_context_capped;
-  }
-  const int64_t frames = call.frames;
-  int64_t reserve = 0;
-  if (memory_guard_) {
-    Session probe;
-    probe.frames_total = frames;
-    reserve = reserve_for(probe);
-    if (!reserve_fits(reserve)) {
-      ++result_.sessions_rejected;
-      ++result_.admission.rejected_by_memory;
-      ledger_.note_rejected();
-      return Placement::kNoMemory;
-    }
-    reserved_ += reserve;
-  }
-
-  if (spread_) {
-    spread_->add(start, 1);
-    join_delay_sum_ += start - now;
-    join_delay_max_ = std::max(join_delay_max_, start - now);
-  }
+  const Time start = entry.start;
   // Identical callers start their clocks at the same instant.
   const bool twin = cohorts_ && start == last_arrival_;
   if (twin && sessions_[last_arrival_id_].incarnation == last_arrival_incarnation_) {
@@ -222,10 +183,10 @@ Engine::Placement Engine::admit(Time now, double duration_s) {
   Session& s = sessions_[id];
   s.arrival = start;
   s.twin = twin;
-  s.reserve = reserve;
+  s.reserve = entry.reserve;
   // A call that outlives the run never departs; its frame count only needs to exceed the horizon.
-  s.frames_total = frames;
-  s.end = call.end;
+  s.frames_total = entry.call.frames;
+  s.end = entry.call.end;
   if (s.end != kNever) events_.push(s.end, EventKind::kDeparture, id, s.incarnation);
   last_hang_up_ = std::max(last_hang_up_, s.end);
   s.admit_order = next_admit_order_++;
@@ -306,7 +267,7 @@ bool Engine::absorb_into_back(int64_t id) {
 void Engine::on_departure(int64_t id) {
   Session& s = sessions_[id];
   if (vllm_) vllm_->finish(id);
-  reserved_ -= s.reserve * s.count;
+  gate_.depart(s);
   pool_.release(s.held * s.count);
   s.held = 0;
   if (s.stalled) {
@@ -316,7 +277,6 @@ void Engine::on_departure(int64_t id) {
   s.state = Session::State::kGone;
   next_incarnation(id);  // its tickets and step membership are stale from now
   ledger_.depart(s);
-  if (spread_) spread_->remove(s.arrival, s.count);
   live_ -= s.count;
   result_.sessions_departed += s.count;
   free_slots_.push_back(id);
@@ -599,7 +559,7 @@ void Engine::wake_at_next_release(Time now) {
 void Engine::note_exhaustion(Time now) {
   if (!result_.first_stall_s) {
     result_.first_stall_s = to_seconds(now);
-    result_.admission.cap_at_first_stall = admission_->cap();
+    result_.admission.cap_at_first_stall = gate_.cap();
     result_.admission.live_at_first_stall = live_;
   }
 }
@@ -729,112 +689,19 @@ void Engine::end_members(Time now) {
   result_.max_resident_blocks_per_session = most_resident;
 }
 
-// One control interval ends: the signal is the configured quantile of the interval's frames
-// (FrameLedger::close_control_interval).
+// One control interval ends: the gate reads the interval's frames
+// (FrameLedger::close_control_interval) and may move the cap.
 void Engine::on_control(Time now) {
-  LatencyHistogram& hist = ledger_.close_control_interval(now, sessions_, control_true_);
-  ControlSignal sig;
-  sig.now = now;
-  sig.frames = hist.total();
-  sig.latency_s = hist.percentile(scenario_.admission.control_loop().quantile);
-  sig.live = live_;
-  sig.forecast = [this, observed = sig.latency_s] { return settled_latency(observed); };
-  last_signal_s_ = sig.latency_s;
-  const int64_t before = admission_->cap();
-  admission_->on_interval(sig);
-  const int64_t after = admission_->cap();
-  admission_record_.interval(now, before, after);
+  LatencyHistogram& hist = ledger_.close_control_interval(now, sessions_, gate_.true_signal());
+  gate_.control(now, hist, live_, sessions_);
   hist.clear();
-  if (now + control_period_ <= horizon_) events_.push(now + control_period_, EventKind::kControl);
-}
-
-void Engine::summarise_admission() {
-  auto& a = result_.admission;
-  if (spread_) {
-    a.join_spread = true;
-    const int64_t admitted = result_.sessions_arrived - result_.sessions_rejected;
-    if (admitted > 0) {
-      a.join_delay_mean_ms = 1e3 * to_seconds(join_delay_sum_) / static_cast<double>(admitted);
-    }
-    a.join_delay_max_ms = 1e3 * to_seconds(join_delay_max_);
+  if (const Time next = now + gate_.control_period(); next <= horizon_) {
+    events_.push(next, EventKind::kControl);
   }
-  admission_record_.summarise(
-      a, {admission_->cap(), control_on_, scenario_.admission.control_loop().initial_cap, live_,
-          &ledger_.last_half_live(), ledger_.missed_deadlines(), result_.first_stall_s});
-  if (a.capped) {
-    a.memory_guard = memory_guard_;
-    a.memory_cap = memory_cap_;
-  }
-}
-
-bool Engine::turns_away_any_caller() const {
-  return at_cap() || (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
-}
-
-// The worst-case blocks of a session of `s.frames_total` frames: bounded KV, the policy's bound;
-// unbounded, what it holds while its last frame is served.
-int64_t Engine::reserve_for(const Session& s) const {
-  if (window_reserve_ > 0) return window_reserve_;
-  return rule_.residency.step_blocks_at(s.frames_total - 1);
-}
-
-// The controller's forecast (sim/settled_forecast.h): the observed latency scaled by how much
-// the frame scheduler's periodic regime slows once every context has settled at S + W and the cap
-// has filled with one more increase, newcomers spread evenly over the period (or where spread
-// joins will put them). The cap, not the live count: arrivals fill the cap within an interval or
-// two, so a forecast for live + increase lets the cap run ahead of what it has judged. An
-// observation above the model's raises the forecast; one below it (a quiet interval) cannot lower
-// it. Unbounded contexts never settle: the observation stands.
-double Engine::settled_latency(double observed) const {
-  if (!rule_.residency.is_window() || rule_.w.unbounded() || !std::isfinite(observed) ||
-      live_ == 0 || vllm_)
-    return observed;
-  std::vector<ForecastCaller> now, settled;
-  const int64_t settled_cached = rule_.cached_cap;  // every settled caller reads S + W keys
-  for (const Session& s : sessions_) {
-    if (s.state == Session::State::kGone) continue;
-    const Time phase = s.next_release % period_;
-    now.push_back({phase, s.count, rule_.cached(s.ctx)});
-    settled.push_back({phase, s.count, settled_cached});
-  }
-  const int64_t cap = admission_->cap();
-  const int64_t admitted =
-      (cap == kNoCap ? live_ : std::max(live_, cap)) +
-      static_cast<int64_t>(std::ceil(scenario_.admission.policy->forecast_increase()));
-  // The memory guard will refuse callers past the memory cap, so none of them is forecast.
-  const int64_t newcomers =
-      std::max<int64_t>(0, (memory_cap_ ? std::min(admitted, *memory_cap_) : admitted) - live_);
-  if (spread_) {
-    // Newcomers join where the engine will put them.
-    PhaseSpread spread = *spread_;
-    for (int64_t j = 0; j < newcomers; ++j) {
-      const Time start = spread.target();
-      spread.add(start, 1);
-      settled.push_back({start, 1, settled_cached});
-    }
-  } else {
-    for (int64_t j = 0; j < newcomers; ++j) {
-      settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
-    }
-  }
-  // Past full-step pace the backlog grows every period: the replay's few periods barely show it
-  // near the line (1010 Omni callers read about 500 ms there and missed 40% of frames over 200 s).
-  if (full_step_utilisation(scenario_, live_ + newcomers, settled_cached, cost_) > 1) {
-    return std::numeric_limits<double>::infinity();
-  }
-  const ForecastShape shape{period_, n_in_, n_out_, max_batch_, rule_.w};
-  const double q = scenario_.admission.control_loop().quantile;
-  const double base = periodic_latency_quantile(std::move(now), shape, cost_, q);
-  if (!(base > 0)) return observed;
-  const double st = periodic_latency_quantile(std::move(settled), shape, cost_, q);
-  // An increase cannot be taken back (callers are never evicted): the worse of the model's own
-  // settled latency and the observation scaled by the model's ratio, so that a lucky interval's
-  // low reading does not admit callers the model already sees crossing the bound.
-  return st * std::max(1.0, observed / base);
 }
 
 EngineGauges Engine::gauges() const {
-  return {pool_.used(), pool_.occupancy(), live_, stalled_, admission_->cap(), last_signal_s_};
+  return {pool_.used(), pool_.occupancy(), live_, stalled_, gate_.cap(), gate_.last_signal_s()};
 }
 
 void Engine::finish() {
@@ -844,7 +711,7 @@ void Engine::finish() {
   result_.final_pool_blocks = pool_.used();
   result_.blocks_allocated = pool_.allocated_total();
   result_.blocks_released = pool_.released_total();
-  summarise_admission();
+  gate_.summarise(result_, ledger_, live_);
 }
 
 RunResult simulate(const Scenario& s, RunObserver* observer) {

@@ -19,15 +19,13 @@
 #include <vector>
 
 #include "base/rng.h"
-#include "sim/admission/admission_controller.h"
-#include "sim/admission/admission_record.h"
+#include "sim/admission/admission_gate.h"
 #include "sim/block_counter.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/pass_shape.h"
 #include "sim/event_queue.h"
 #include "sim/frame_ledger.h"
 #include "sim/frame_rule.h"
-#include "sim/phase_spread.h"
 #include "sim/pool_sizing.h"
 #include "sim/ready_queue.h"
 #include "sim/run_observer.h"
@@ -58,7 +56,7 @@ class Engine final : private ExhaustionSite {
   // Handles every event before `until`, and at `until` those that come before an arrival (the
   // fleet is about to place one there) or, without `arrival_at_until`, all of them.
   void advance(Time until, bool arrival_at_until);
-  enum class Placement { kAdmitted, kCapped, kNoMemory };
+  using Placement = AdmissionGate::Verdict;
   // A call arriving at `now`, after advance(now, true); its drawn length in seconds.
   Placement place(Time now, double duration_s);
   RunResult end();
@@ -86,13 +84,6 @@ class Engine final : private ExhaustionSite {
   };
 
   void on_arrival(Time now);
-  // The admission controller turns the next caller away.
-  bool at_cap() const { return live_ >= admission_->cap(); }
-  // The memory guard admits a caller whose worst-case blocks fit beside those reserved.
-  bool reserve_fits(int64_t reserve) const { return reserved_ + reserve <= pool_.capacity(); }
-  // Whether the next caller is turned away whatever its call's length: at the cap, or by the
-  // memory guard where every call reserves a window's fixed bound.
-  bool turns_away_any_caller() const;
   Placement admit(Time now, double duration_s);
   // True once nothing else can happen at instant t: no event is queued there, and no arrival will
   // be placed there (advance's `until` and `arrival_at_until`).
@@ -104,7 +95,6 @@ class Engine final : private ExhaustionSite {
   template <bool kJitter, bool kWindow>
   void end_members(Time now);
   void on_control(Time now);
-  void summarise_admission();
   void try_start_step(Time now);
   bool run_settled(Time& now);
   bool enter_settled(Time now);
@@ -161,8 +151,6 @@ class Engine final : private ExhaustionSite {
   }
   size_t block(const Ticket& t);
   Time release_time(const Session& s, int64_t frame);
-  double settled_latency(double observed) const;
-  int64_t reserve_for(const Session& s) const;
   void finish();
 
   const Scenario& scenario_;
@@ -264,22 +252,8 @@ class Engine final : private ExhaustionSite {
   int64_t stalled_ = 0;
   int64_t next_admit_order_ = 0;
 
-  // Admission control: a cap on live sessions, and for adaptive controllers a control loop fed by
-  // the ledger's per-interval latency histogram (no event per frame).
-  std::unique_ptr<AdmissionController> admission_;
-  bool control_on_ = false;
-  bool control_true_ = false;  // signal: true latency (padded frames censored) vs reported
-  Time control_period_ = 0;
-  double last_signal_s_ = std::numeric_limits<double>::quiet_NaN();  // the controller's last read
-  AdmissionRecord admission_record_{horizon_};  // the cap's moves, summarised at the end
-  // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
-  bool memory_guard_ = false;
-  int64_t reserved_ = 0;
-  int64_t window_reserve_ = 0;         // bounded KV: the per-session bound
-  std::optional<int64_t> memory_cap_;  // bounded KV with the guard: pool / per-session bound
-  // Phase-aware joining (AdmissionConfig::join "spread"): the live callers' phases.
-  std::optional<PhaseSpread> spread_;
-  Time join_delay_sum_ = 0, join_delay_max_ = 0;
+  // Who gets in and when their clocks start; the control loop's instants (sim/admission/).
+  AdmissionGate gate_;
 
   // The settled regime (sim/engine_settled.cpp): while every live caller is a usual single caller
   // past its settled context, the ready queue only turns, so the engine runs its steps over the

@@ -81,7 +81,7 @@ bool Engine::run_settled(Time& now) {
   // exit and re-entry rewrites every caller (most of a windowed AIMD run's time at the cap).
   auto take_turned_away = [&](Time before) {
     while (events_at < before && events_at != external_at_ && events_.top().time == events_at &&
-           events_.top().kind() == EventKind::kArrival && turns_away_any_caller()) {
+           events_.top().kind() == EventKind::kArrival && gate_.turns_away_any_caller(live_)) {
       sample_settled(events_at);
       events_.pop();
       on_arrival(events_at);
