@@ -50,7 +50,6 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
       period_(std::max<Time>(1, from_seconds(s.workload.frame_period_s))),
       horizon_(from_seconds(s.horizon_s)),
       jitter_(from_seconds(s.workload.frame_jitter_s)),
-      block_size_(s.engine.block_size),
       n_in_(s.workload.input_tokens_per_frame),
       n_out_(s.workload.output_tokens_per_frame),
       max_batch_(s.engine.max_sessions_per_step),
@@ -69,8 +68,6 @@ Engine::Engine(const Scenario& s, const CostModel& cost, const PoolSizing& pool,
     vllm_ = std::make_unique<VllmScheduler>(vllm_config(s), pool_);
   }
   cohorts_ = !exhaustion_.preempts() && jitter_ == 0 && !vllm_;
-  // The settled regime runs a window's closed forms: a policy that is no window runs without it.
-  settled_on_ = jitter_ == 0 && !vllm_ && rule_.residency.is_window();
   if (s.kv_policy.policy->context_cap()) result_.sessions_context_capped = 0;
 }
 
@@ -381,7 +378,6 @@ void Engine::try_start_step(Time now) {
     vllm_start_step(now);
     return;
   }
-  if (settled_on_ && now >= settled_try_at_ && run_settled(now)) return;
   const int64_t blocked = choose_batch(now);
   if (batch_.empty()) {
     // Nothing runnable now. Frames blocked on memory wait for a departure, which calls us.

@@ -71,11 +71,6 @@ class Engine final : private ExhaustionSite {
   // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
   // they apply: the stall policy without frame jitter. Set before run().
   void set_cohorts(bool on) { cohorts_ = on && cohorts_; }
-  // The settled regime (sim/engine_settled.cpp) is an exact optimisation too: on by default where
-  // it applies (the frame scheduler without frame jitter). Set before run().
-  void set_settled(bool on) { settled_on_ = on && settled_on_; }
-  // Steps the settled regime ran (tests check that it engages where it should).
-  int64_t settled_steps() const { return settled_steps_; }
 
  private:
   struct Admission {  // an entry of the admission order; stale once the session is re-admitted
@@ -96,11 +91,6 @@ class Engine final : private ExhaustionSite {
   void end_members(Time now);
   void on_control(Time now);
   void try_start_step(Time now);
-  bool run_settled(Time& now);
-  bool enter_settled(Time now);
-  void leave_settled(size_t in_step);
-  void sample_settled(Time t);
-  Time settled_step_time(int64_t k, int64_t sum_ctx);
   int64_t choose_batch(Time now);
   bool take(const Ticket& t, Time now);
   void take_usual_run(Time now);
@@ -160,7 +150,6 @@ class Engine final : private ExhaustionSite {
 
   // Scenario constants in engine units.
   Time period_, horizon_, jitter_;
-  kv::BlockSize block_size_;
   int64_t n_in_, n_out_, max_batch_;
   const ExhaustionPolicy& exhaustion_;
   bool keeps_admission_order_;  // the policy evicts newest first (never with vllm_v1)
@@ -237,8 +226,8 @@ class Engine final : private ExhaustionSite {
   bool retry_blocked_ = false;
   uint64_t next_seq_ = 0;
   bool busy_ = false;
-  // Placed arrivals (place_arrivals): the instant of the arrival the fleet may place next, which
-  // the settled regime must not step past (kNever: none pending); the instant last handled.
+  // Placed arrivals (place_arrivals): the instant of the arrival the fleet may place next (kNever:
+  // none pending); the instant last handled.
   bool placed_ = false;
   Time external_at_ = kNever;
   Time now_ = 0;
@@ -254,23 +243,6 @@ class Engine final : private ExhaustionSite {
 
   // Who gets in and when their clocks start; the control loop's instants (sim/admission/).
   AdmissionGate gate_;
-
-  // The settled regime (sim/engine_settled.cpp): while every live caller is a usual single caller
-  // past its settled context, the ready queue only turns, so the engine runs its steps over the
-  // callers' per-frame state laid out in service order, a ring whose head is the next to serve.
-  struct SettledCaller {  // 16 bytes (and the slot's 4 in conveyor_ids_) per live caller
-    Time release;         // of the caller's next frame
-    int64_t ctx;          // it holds kv::settled_resident_blocks(ctx) between steps
-  };
-  bool settled_on_ = false;
-  int64_t settled_steps_ = 0;
-  Time settled_try_at_ = 0;  // no use trying before (enter_settled's backoff)
-  std::vector<SettledCaller> conveyor_;
-  std::vector<int32_t> conveyor_ids_;  // their slots, in the same order
-  size_t conveyor_head_ = 0;
-  Time conveyor_last_ = kNever;  // the earliest release of a caller's last frame
-  // Windowed: a step of k settled callers' duration, by k (0: not priced yet).
-  std::vector<Time> settled_step_;
 
   RunResult result_;
   FrameLedger ledger_;
