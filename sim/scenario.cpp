@@ -18,6 +18,7 @@
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/hf_config.h"
+#include "sim/scheduler/step_scheduler.h"
 
 namespace metronome {
 namespace {
@@ -282,7 +283,7 @@ EngineConfig parse_engine(JsonSection e) {
   c.num_blocks = e.has("num_gpu_blocks") ? e.optional_integer("num_gpu_blocks", 1, kMaxCount)
                                          : e.optional_integer("num_blocks", 1, kMaxCount);
   c.kv_cache_dtype = e.one_of("kv_cache_dtype", c.kv_cache_dtype, kv_cache_dtypes());
-  c.scheduler = e.one_of("scheduler", c.scheduler, {"frame", "vllm_v1"});
+  c.scheduler = e.one_of("scheduler", c.scheduler, step_scheduler_names());
   c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
   c.max_num_batched_tokens =
       e.integer("max_num_batched_tokens", c.max_num_batched_tokens, 1, kMaxCount);
