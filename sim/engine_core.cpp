@@ -13,18 +13,18 @@ FrameRule frame_rule(const Scenario& s) {
           s.workload.output_tokens_per_frame, s.kv_rule()};
 }
 
-EngineCore::EngineCore(const Scenario& s, const CostModel& cost, RunObserver* observer,
+EngineCore::EngineCore(const Scenario& s, const CostModel& cost_model, RunObserver* run_observer,
                        int64_t pool_blocks, bool control_on)
     : scenario(s),
-      cost(cost),
-      observer(observer),
+      cost(cost_model),
+      observer(run_observer),
       period(frame_period(s)),
       horizon(from_seconds(s.horizon_s)),
       jitter(from_seconds(s.workload.frame_jitter_s)),
       rule(frame_rule(s)),
       pool(pool_blocks),
       jitter_rng(s.seed, "jitter"),
-      ledger(s, result, observer, control_on) {}
+      ledger(s, result, run_observer, control_on) {}
 
 int64_t EngineCore::new_slot() {
   int64_t id;

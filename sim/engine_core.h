@@ -30,8 +30,8 @@ FrameRule frame_rule(const Scenario& s);
 
 struct EngineCore {
   // `cost` and `observer` (which may be null) must outlive the core; `pool_blocks` are usable.
-  EngineCore(const Scenario& s, const CostModel& cost, RunObserver* observer, int64_t pool_blocks,
-             bool control_on);
+  EngineCore(const Scenario& s, const CostModel& cost_model, RunObserver* run_observer,
+             int64_t pool_blocks, bool control_on);
 
   const Scenario& scenario;
   const CostModel& cost;
