@@ -3,7 +3,7 @@
 //     unbounded and windowed, whose identical callers run as cohorts;
 //   - the windowed canonical with distinct callers (bench/scenarios/distinct_windowed.json:
 //     Poisson arrivals within the first 3 s, random phases, nothing merges), 6.74 million frames,
-//     nearly all of them in the settled regime (sim/engine_settled.cpp);
+//     nearly all of them taken by the frame scheduler's bulk take of usual callers;
 //   - many distinct windowed sessions arriving as a Poisson stream (10k, 100k and 1M), where
 //     arrivals land in the middle of the ready queue and windows never settle;
 //   - a fleet (bench/scenarios/fleet_moshi_10k.json): one hour of 200 distinct windowed Moshi

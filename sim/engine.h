@@ -1,46 +1,31 @@
 // One serving engine running real-time sessions over a paged KV block pool: the discrete-event
 // core.
 //
-// Events are arrivals, departures and engine steps, never tokens. Each step serves, in release
-// order, every session whose next frame is ready (up to max_sessions_per_step): it reserves the
-// frame's blocks, runs one continuous batch whose duration the cost model gives, then frees the
-// blocks that fell out of the window. A frame that cannot get blocks follows the exhaustion policy:
-// `stall` (it waits; the engine produces nothing for it) or `preempt_recompute` (vLLM V1: the
-// newest session is evicted and later recomputes its history). With engine.scheduler vllm_v1 the
-// steps are vLLM V1's iterations instead (sim/vllm_scheduler.h). The serving layer pads any frame
-// without output by silence_after_s with silence, so the reported latency stays bounded while users
-// hear nothing.
+// Events are arrivals, departures, engine steps, engine wakes and control instants, never tokens.
+// The engine admits callers through its AdmissionGate (sim/admission/admission_gate.h), keeps their
+// sessions in an EngineCore (sim/engine_core.h) and has the step scheduler that engine.scheduler
+// names (sim/scheduler/step_scheduler.h) make its steps: Metronome's frame scheduler or vLLM V1's.
+// The serving layer pads any frame without output by silence_after_s with silence, so the reported
+// latency stays bounded while users hear nothing.
 #pragma once
 
-#include <algorithm>
-#include <limits>
-#include <map>
 #include <memory>
-#include <vector>
 
 #include "base/rng.h"
-#include "sim/admission/admission_controller.h"
-#include "sim/admission/admission_record.h"
-#include "sim/block_counter.h"
+#include "sim/admission/admission_gate.h"
 #include "sim/cost/cost_model.h"
-#include "sim/cost/pass_shape.h"
-#include "sim/event_queue.h"
-#include "sim/frame_ledger.h"
-#include "sim/frame_rule.h"
-#include "sim/phase_spread.h"
+#include "sim/engine_core.h"
 #include "sim/pool_sizing.h"
-#include "sim/ready_queue.h"
 #include "sim/run_observer.h"
 #include "sim/run_result.h"
 #include "sim/scenario.h"
-#include "sim/session.h"
-#include "sim/vllm_scheduler.h"
+#include "sim/scheduler/step_scheduler.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
 namespace metronome {
 
-class Engine final : private ExhaustionSite {
+class Engine final {
  public:
   // `cost` and `observer` (which may be null) must outlive the engine.
   Engine(const Scenario& s, const CostModel& cost, RunObserver* observer = nullptr);
@@ -58,248 +43,55 @@ class Engine final : private ExhaustionSite {
   // Handles every event before `until`, and at `until` those that come before an arrival (the
   // fleet is about to place one there) or, without `arrival_at_until`, all of them.
   void advance(Time until, bool arrival_at_until);
-  enum class Placement { kAdmitted, kCapped, kNoMemory };
+  using Placement = AdmissionGate::Verdict;
   // A call arriving at `now`, after advance(now, true); its drawn length in seconds.
   Placement place(Time now, double duration_s);
   RunResult end();
   // What a gateway's router and shedder read.
   EngineGauges gauges() const;
-  int64_t pool_blocks() const { return pool_.capacity(); }
+  int64_t pool_blocks() const { return core_.pool.capacity(); }
   Time last_step() const { return last_step_; }  // the duration of the last step that ended
   // When the last call admitted so far hangs up (kNever: one outlives the run; 0: none yet): a
   // replica that takes no more calls is empty from then on.
   Time last_hang_up() const { return last_hang_up_; }
 
-  // Cohorts are an exact optimisation (tests compare runs with and without); on by default where
-  // they apply: the stall policy without frame jitter. Set before run().
-  void set_cohorts(bool on) { cohorts_ = on && cohorts_; }
-  // The settled regime (sim/engine_settled.cpp) is an exact optimisation too: on by default where
-  // it applies (the frame scheduler without frame jitter). Set before run().
-  void set_settled(bool on) { settled_on_ = on && settled_on_; }
-  // Steps the settled regime ran (tests check that it engages where it should).
-  int64_t settled_steps() const { return settled_steps_; }
+  // Cohorts are an exact optimisation of the frame scheduler (tests compare runs with and
+  // without); on by default where they apply. Set before run().
+  void set_cohorts(bool on) { scheduler_->set_cohorts(on); }
 
  private:
-  struct Admission {  // an entry of the admission order; stale once the session is re-admitted
-    int64_t id;
-    int64_t order;
-  };
-
   void on_arrival(Time now);
-  // The admission controller turns the next caller away.
-  bool at_cap() const { return live_ >= admission_->cap(); }
-  // The memory guard admits a caller whose worst-case blocks fit beside those reserved.
-  bool reserve_fits(int64_t reserve) const { return reserved_ + reserve <= pool_.capacity(); }
-  // Whether the next caller is turned away whatever its call's length: at the cap, or by the
-  // memory guard where every call reserves a window's fixed bound.
-  bool turns_away_any_caller() const;
   Placement admit(Time now, double duration_s);
   // True once nothing else can happen at instant t: no event is queued there, and no arrival will
   // be placed there (advance's `until` and `arrival_at_until`).
   bool instant_over(Time t) const {
-    return (events_.empty() || events_.top().time != t) && t != external_at_;
+    return (core_.events.empty() || core_.events.top().time != t) && t != external_at_;
   }
   void on_departure(int64_t id);
   void on_step_done(Time now);
-  template <bool kJitter, bool kWindow>
-  void end_members(Time now);
   void on_control(Time now);
-  void summarise_admission();
   void try_start_step(Time now);
-  bool run_settled(Time& now);
-  bool enter_settled(Time now);
-  void leave_settled(size_t in_step);
-  void sample_settled(Time t);
-  Time settled_step_time(int64_t k, int64_t sum_ctx);
-  int64_t choose_batch(Time now);
-  bool take(const Ticket& t, Time now);
-  void take_usual_run(Time now);
-  template <bool kWindow>
-  void take_usual_run(Time now);
-  double pass_seconds() const;
-  void start_step(Time now, double seconds);
-  void vllm_start_step(Time now);
-  void vllm_step_done(Time now);
-  void note_exhaustion(Time now);
-  void wake_at_next_release(Time now);
-  bool reserve(const Ticket& t, Time now);
-  // ExhaustionSite: what the exhaustion policy may do.
-  bool evict_newer_than(int64_t id, int64_t need, Time now) override;
-  void evict(int64_t id, Time now) override;
-  [[gnu::always_inline]] void enqueue(int64_t id) {
-    if (sessions_[id].twin && absorb_into_back(id)) return;
-    ready_.push_fresh(ticket(id, next_seq_++));
-  }
-  Ticket ticket(int64_t id, uint64_t seq) const {
-    const Session& s = sessions_[id];
-    return {static_cast<int32_t>(id), s.incarnation, seq, s.next_release, s.admit_order};
-  }
-  int64_t new_slot();
-  // A slot's next incarnation; never the tombstone of a taken blocked frame.
-  void next_incarnation(int64_t id) {
-    uint32_t& i = sessions_[id].incarnation;
-    if (++i == kTaken) ++i;
-  }
-  int64_t split(int64_t id, int64_t keep);
-  bool absorb_into_back(int64_t id);
-  // A slot's incarnation moves on when its session leaves or merges and when the slot is reused,
-  // so a ticket or step member from before is stale by this one test.
-  bool valid(const Ticket& t) const { return sessions_[t.id].incarnation == t.incarnation; }
-  // Sessions are visited in release order, which is random in their slots: with many live sessions
-  // each visit would wait for memory, so the loops over a batch or the queue fetch a few ahead
-  // once the slots outgrow the core's caches (below that the hints are pure cost).
-  static constexpr size_t kAhead = 16;
-  static constexpr size_t kPrefetchFromSlots = 4096;  // 4096 x 104-byte sessions: 416 KiB
-  bool far() const { return sessions_.size() >= kPrefetchFromSlots; }
-  void prefetch(int64_t id) const {  // the first and last cache lines of the per-frame fields
-    const Session& s = sessions_[id];
-    __builtin_prefetch(&s.frames_total);
-    __builtin_prefetch(reinterpret_cast<const char*>(&s + 1) - 1);
-  }
-  void purge_ready_front() {
-    while (!ready_.empty() && !valid(ready_.front())) ready_.pop_front();
-  }
-  size_t block(const Ticket& t);
-  Time release_time(const Session& s, int64_t frame);
-  double settled_latency(double observed) const;
-  int64_t reserve_for(const Session& s) const;
   void finish();
 
-  const Scenario& scenario_;
-  const CostModel& cost_;
-  RunObserver* observer_;
-  BlockCounter pool_;
+  const StepSchedulerKind& kind_;  // engine.scheduler
+  AdmissionGate gate_;
+  EngineCore core_;
+  std::unique_ptr<StepScheduler> scheduler_;
 
-  // Scenario constants in engine units.
-  Time period_, horizon_, jitter_;
-  kv::BlockSize block_size_;
-  int64_t n_in_, n_out_, max_batch_;
-  const ExhaustionPolicy& exhaustion_;
-  bool keeps_admission_order_;  // the policy evicts newest first (never with vllm_v1)
-  bool cohorts_;
-  FrameRule rule_;  // on the constants above and the workload's kv::FrameGrowth
-  // Only callers arriving at the same instant can ever merge (Session::twin): the last admitted
-  // arrival, to mark it when the next one shares its instant.
-  Time last_arrival_ = kNever;
-  int64_t last_arrival_id_ = 0;
-  uint32_t last_arrival_incarnation_ = 0;
-  // vllm_v1: vLLM's scheduler owns the steps and the blocks (in pool_); null for the frame
-  // scheduler.
-  std::unique_ptr<VllmScheduler> vllm_;
-  VllmScheduler::StepPlan vllm_plan_;  // the running step
-
-  Rng arrival_rng_, duration_rng_, jitter_rng_;
+  Rng arrival_rng_, duration_rng_;
   std::unique_ptr<ArrivalProcess> arrivals_;
   std::unique_ptr<DurationDistribution> durations_;
 
-  EventQueue events_;
-  std::vector<Session> sessions_;
-  size_t stale_departures_ = 0;  // retired slots' departures still queued (absorb_into_back)
-  std::vector<int64_t> free_slots_;
-  ReadyQueue ready_;                    // sessions waiting for their next frame
-  std::vector<Admission> admit_stack_;  // admission order, for preempting the newest
-  // A member of the running step: its slot, whose incarnation step end checks (it may have left
-  // or merged meanwhile). Eight bytes, not a ticket's 32: the step's batch stays in the cache.
-  struct Member {
-    int32_t id;
-    uint32_t incarnation;
-  };
-  // The running step's members in take order. The bulk take writes a run through a pointer to
-  // the tail: a vector's push_back cost it a dozen instructions per frame, and resizing one first
-  // would zero-fill it.
-  class Batch {
-   public:
-    bool empty() const { return size_ == 0; }
-    size_t size() const { return size_; }
-    const Member* data() const { return buf_.get(); }
-    void clear() { size_ = 0; }
-    // Room for n more members past size(), which added(k) then counts (k <= n).
-    Member* tail(size_t n) {
-      if (n > cap_ - size_) grow(size_ + n);
-      return buf_.get() + size_;
-    }
-    void added(size_t k) { size_ += k; }
-    void push_back(Member m) {
-      *tail(1) = m;
-      ++size_;
-    }
-
-   private:
-    void grow(size_t n) {
-      const size_t cap = std::max(n, 2 * cap_);
-      auto bigger = std::make_unique_for_overwrite<Member[]>(cap);
-      std::copy_n(buf_.get(), size_, bigger.get());
-      buf_ = std::move(bigger);
-      cap_ = cap;
-    }
-    std::unique_ptr<Member[]> buf_;
-    size_t size_ = 0, cap_ = 0;
-  };
-  Batch batch_;               // sessions in the running step
-  std::vector<Ticket> kept_;  // scratch: ready sessions the step could not take
-  FramePasses passes_;        // the forward passes of batch_
-  // Frames that could not get blocks (stall policy), out of the ready queue until blocks are freed:
-  // retrying them on every step would make a stalled engine quadratic in its sessions.
-  std::vector<Ticket> blocked_;  // in service order
-  size_t blocked_dead_ = 0;      // entries taken or departed, awaiting compaction
-  size_t blocked_head_ = 0;      // entries before it are all dead
-  int64_t released_seen_ = 0;
-  // Blocks were freed and some blocked frame has not been tried since: the batch cap can end a pass
-  // before the blocked queue is exhausted, and those frames must not wait for the next release.
-  bool retry_blocked_ = false;
-  uint64_t next_seq_ = 0;
-  bool busy_ = false;
-  // Placed arrivals (place_arrivals): the instant of the arrival the fleet may place next, which
-  // the settled regime must not step past (kNever: none pending); the instant last handled.
-  bool placed_ = false;
-  Time external_at_ = kNever;
-  Time now_ = 0;
+  bool busy_ = false;  // a step is running
+  Time step_start_ = 0;
   Time last_step_ = 0;
   Time last_hang_up_ = 0;
   bool step_wanted_ = false;  // try a step once this instant's events are all handled
-  int64_t batch_members_ = 0;
-  Time step_start_ = 0;
-  Time wake_at_ = kNever;
-  int64_t live_ = 0;
-  int64_t stalled_ = 0;
-  int64_t next_admit_order_ = 0;
-
-  // Admission control: a cap on live sessions, and for adaptive controllers a control loop fed by
-  // the ledger's per-interval latency histogram (no event per frame).
-  std::unique_ptr<AdmissionController> admission_;
-  bool control_on_ = false;
-  bool control_true_ = false;  // signal: true latency (padded frames censored) vs reported
-  Time control_period_ = 0;
-  double last_signal_s_ = std::numeric_limits<double>::quiet_NaN();  // the controller's last read
-  AdmissionRecord admission_record_{horizon_};  // the cap's moves, summarised at the end
-  // Memory guard (AdmissionConfig::memory_guard): the worst-case blocks of every admitted session.
-  bool memory_guard_ = false;
-  int64_t reserved_ = 0;
-  int64_t window_reserve_ = 0;         // bounded KV: the per-session bound
-  std::optional<int64_t> memory_cap_;  // bounded KV with the guard: pool / per-session bound
-  // Phase-aware joining (AdmissionConfig::join "spread"): the live callers' phases.
-  std::optional<PhaseSpread> spread_;
-  Time join_delay_sum_ = 0, join_delay_max_ = 0;
-
-  // The settled regime (sim/engine_settled.cpp): while every live caller is a usual single caller
-  // past its settled context, the ready queue only turns, so the engine runs its steps over the
-  // callers' per-frame state laid out in service order, a ring whose head is the next to serve.
-  struct SettledCaller {  // 16 bytes (and the slot's 4 in conveyor_ids_) per live caller
-    Time release;         // of the caller's next frame
-    int64_t ctx;          // it holds kv::settled_resident_blocks(ctx) between steps
-  };
-  bool settled_on_ = false;
-  int64_t settled_steps_ = 0;
-  Time settled_try_at_ = 0;  // no use trying before (enter_settled's backoff)
-  std::vector<SettledCaller> conveyor_;
-  std::vector<int32_t> conveyor_ids_;  // their slots, in the same order
-  size_t conveyor_head_ = 0;
-  Time conveyor_last_ = kNever;  // the earliest release of a caller's last frame
-  // Windowed: a step of k settled callers' duration, by k (0: not priced yet).
-  std::vector<Time> settled_step_;
-
-  RunResult result_;
-  FrameLedger ledger_;
+  // Placed arrivals (place_arrivals): the instant of the arrival the fleet may place next (kNever:
+  // none pending), and the instant last handled.
+  bool placed_ = false;
+  Time external_at_ = kNever;
+  Time now_ = 0;
 };
 
 // Convenience: size the pool, build the cost model the scenario names, run one seed.

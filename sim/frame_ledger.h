@@ -62,21 +62,6 @@ class FrameLedger {
       serve_cohort(scheduled, latency, count);
     }
   }
-  // serve(release(x), end - release(x), 1) for each x of [first, last), one caller's frame each,
-  // released in order and served by one step that ends at `end`. When the first (the longest
-  // wait) is usual, so is every one: their books are kept once for the run.
-  template <class It, class Release>
-  void serve_step(Time end, It first, It last, Release&& release) {
-    if (first == last) return;
-    if (end - release(*first) <= usual_limit_) {
-      const size_t k = static_cast<size_t>(last - first);
-      interval_answered_.add_descending(
-          k, [&](size_t i) { return latency_bin(end - release(first[i])); });
-      interval_.frames_on_time += static_cast<int64_t>(k);
-      return;
-    }
-    for (It x = first; x != last; ++x) serve(release(*x), end - release(*x), 1);
-  }
   // LatencyHistogram::bin_of(to_seconds(latency)) with one test: a latency of 1 ns or more is at
   // least 2^-30 s, and even the largest Time is under 2^34 s (about 9.2e9 s).
   static int latency_bin(Time latency) {

@@ -30,19 +30,6 @@ class LatencyHistogram {
     if (bin > hi_) [[unlikely]]
       hi_ = bin;
   }
-  // One sample in each of bin(0), ..., bin(k - 1), which never increase (a step's frames in
-  // service order: the later released, the shorter the wait): add_bin for each, with the count and
-  // the range kept once for the run.
-  template <class Bin>
-  void add_descending(size_t k, Bin&& bin) {
-    if (k == 0) return;
-    const int first = bin(0);
-    int last = first;
-    for (size_t i = 0; i < k; ++i) ++bins_[last = bin(i)];
-    count_ += static_cast<int64_t>(k);
-    if (last < lo_) lo_ = last;
-    if (first > hi_) hi_ = first;
-  }
   void add_censored(int64_t n) { censored_ += n; }
   // Merging and clearing touch only the bins in use, so per-interval histograms stay cheap.
   void merge(const LatencyHistogram& o) {

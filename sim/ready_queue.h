@@ -66,11 +66,6 @@ class ReadyQueue {
     return heap_.empty() ? std::numeric_limits<Time>::max() : heap_.front().release - 1;
   }
   size_t ring_size() const { return ring_.size(); }
-  bool heap_empty() const { return heap_.empty(); }
-  void clear() {
-    ring_.clear();
-    heap_.clear();
-  }
   const Ticket& run_at(size_t k) const { return ring_[k]; }
   void pop_run(size_t n) { ring_.pop_front(n); }
   [[gnu::always_inline]] void push(const Ticket& t) {

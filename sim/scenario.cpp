@@ -19,6 +19,7 @@
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/hf_config.h"
+#include "sim/scheduler/step_scheduler.h"
 
 namespace metronome {
 namespace {
@@ -333,7 +334,7 @@ const ConfigFields<EngineConfig>& engine_fields() {
          if (c.num_blocks) j["num_blocks"] = *c.num_blocks;
        }},
       string_field("kv_cache_dtype", &E::kv_cache_dtype, kv_cache_dtypes()),
-      string_field("scheduler", &E::scheduler, {"frame", "vllm_v1"}),
+      string_field("scheduler", &E::scheduler, step_scheduler_names()),
       {[](JsonSection& e, E& c) {
          c.exhaustion = exhaustion_policies().parse_type(e, "exhaustion", "stall");
        },

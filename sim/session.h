@@ -16,7 +16,7 @@ struct CohortState {
 
   // What a served frame does not read comes first; from frames_total on, the fields every frame
   // reads and writes are contiguous with Session's own, so a visit touches two cache lines, not
-  // three (Engine::prefetch fetches that span).
+  // three (EngineCore::prefetch fetches that span).
   Time arrival = 0;
   Time end = kNever;         // the caller hangs up (kNever: after the horizon)
   int64_t frames_added = 0;  // vllm_v1: frames handed to the scheduler (next_release is the next's)

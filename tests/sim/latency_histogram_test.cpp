@@ -91,34 +91,3 @@ TEST(LatencyHistogram, LedgerBinsNanosecondsAsBinOfSeconds) {
 }
 
 }  // namespace metronome
-
-namespace metronome {
-
-// A step's run of frames (add_descending) books what one add_bin per frame books, into an empty
-// histogram and into one that already holds samples on either side of the run's range.
-TEST(LatencyHistogram, DescendingRunEqualsOneAddPerSample) {
-  Rng rng(17, "descending");
-  for (int trial = 0; trial < 200; ++trial) {
-    std::vector<int> bins;
-    const int top = static_cast<int>(rng.uniform() * (LatencyHistogram::kBins - 1));
-    const size_t k = static_cast<size_t>(rng.uniform() * 40);
-    for (size_t i = 0, b = static_cast<size_t>(top); i < k; ++i) {
-      bins.push_back(static_cast<int>(b));
-      b -= std::min<size_t>(b, static_cast<size_t>(rng.uniform() * 3));
-    }
-    LatencyHistogram run, each;
-    if (trial % 2 == 1) {  // earlier samples below and above the run
-      const int low = static_cast<int>(rng.uniform() * LatencyHistogram::kBins) / 2;
-      for (LatencyHistogram* h : {&run, &each}) {
-        h->add_bin(low);
-        h->add_bin(LatencyHistogram::kBins - 1, 3);
-      }
-    }
-    run.add_descending(bins.size(), [&](size_t i) { return bins[i]; });
-    for (int b : bins) each.add_bin(b);
-    EXPECT_EQ(run, each) << "trial " << trial;
-    EXPECT_EQ(run.percentile(0.5), each.percentile(0.5));
-  }
-}
-
-}  // namespace metronome

@@ -37,7 +37,7 @@ struct RecordedRun {
   std::string trace;    // the recorder's lines
 };
 
-// One run of s, with `configure` applied to the engine before it runs (set_cohorts, set_settled).
+// One run of s, with `configure` applied to the engine before it runs (set_cohorts).
 inline RecordedRun record_run(const Scenario& s, const std::function<void(Engine&)>& configure) {
   const auto cost = make_cost_model(s);
   RunRecorder rec;
