@@ -6,6 +6,7 @@
 
 #include "app/option_checks.h"
 #include "sim/cost/cost_model.h"
+#include "sim/fleet/fleet_config.h"
 #include "sim/service_rate.h"
 
 namespace metronome::cli {
@@ -31,6 +32,20 @@ Scenario ScenarioOptions::load() const {
   Scenario s = load_scenario(scenario, all);
   // Loud: a warning is a value that was accepted but probably not meant.
   for (const auto& w : s.warnings) std::cerr << "metronome: warning: " << w << "\n";
+  return s;
+}
+
+Scenario ScenarioOptions::load_engine(std::string_view command) const {
+  Scenario s = load();
+  if (s.fleet) {
+    throw ConfigError(fmt::format(
+        "{}: fleet: `metronome {}` answers for one engine, and this scenario is a fleet of {} "
+        "replicas; expected a scenario without a fleet section. For the fleet, `metronome "
+        "simulate` runs it (every replica's summary) and `metronome plan` finds the fewest "
+        "replicas for its traffic; for one replica, put its group's model, gpu, engine and "
+        "kv_policy in a scenario of their own",
+        s.source, command, s.fleet->replicas()));
+  }
   return s;
 }
 

@@ -73,16 +73,29 @@ PlanFleet run_fleet(const Scenario& base, const PlanCandidate& c, int64_t replic
   return f;
 }
 
-// The fewest replicas in [1, max] that meet the tests, by bisection; the count below is kept.
+// The fewest replicas in [1, max] that meet the tests: doubling from 1 until a fleet meets them
+// (or max fails), then bisection between the last count that failed and the first that met; the
+// count below the answer is kept. From below because small fleets are the cheap runs: each call
+// brings every replica up to its instant, so a run costs about calls x replicas, and the counts
+// tried stay under twice the answer instead of starting at max.
 void search(const Scenario& base, const PlanSpec& spec, PlanCandidate& c) {
-  PlanFleet top = run_fleet(base, c, spec.max_replicas);
-  ++c.runs;
-  if (!top.meets) {
-    c.short_of = top;
-    return;
+  int64_t lo = 0, hi = 0;  // lo fails (0: nothing), hi meets
+  std::optional<PlanFleet> at_lo, at_hi;
+  for (int64_t n = 1; !at_hi; n = std::min(2 * n, spec.max_replicas)) {
+    PlanFleet f = run_fleet(base, c, n);
+    ++c.runs;
+    if (f.meets) {
+      hi = n;
+      at_hi = std::move(f);
+    } else {
+      lo = n;
+      at_lo = std::move(f);
+      if (n == spec.max_replicas) {
+        c.short_of = std::move(at_lo);
+        return;
+      }
+    }
   }
-  int64_t lo = 0, hi = spec.max_replicas;  // lo fails (0: nothing), hi meets
-  std::optional<PlanFleet> at_lo, at_hi = top;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     PlanFleet f = run_fleet(base, c, mid);

@@ -4,11 +4,11 @@
 // within the frame deadline; the cheapest of those by the GPUs' price per hour. Each fleet is a
 // `simulate` of the scenario's fleet (sim/fleet/fleet.h): nothing is extrapolated.
 //
-// The replica count is found by bisection over [1, max_replicas], which assumes that a fleet that
-// serves the traffic still serves it with one more replica (least_sessions spreads the same calls
-// thinner); the count below the answer is run too, and reported, so the margin is visible. A window
-// or sinks that fails the quality floor (a perplexity ratio to full attention above max_ppl_ratio,
-// or none measured) is not tried.
+// The replica count is found by doubling from 1, then bisection, within [1, max_replicas], which
+// assumes that a fleet that serves the traffic still serves it with one more replica
+// (least_sessions spreads the same calls thinner); the count below the answer is run too, and
+// reported, so the margin is visible. A window or sinks that fails the quality floor (a perplexity
+// ratio to full attention above max_ppl_ratio, or none measured) is not tried.
 #pragma once
 
 #include <cstdint>

@@ -73,7 +73,9 @@ def plot(d, w, quick):
     return finish(fig, d.out, "fig10_fleet_admission", NUMBER, sp["title"], cost_labels(d, sp),
                   "8 Moshi replicas on H200 behind a least_sessions router, callers at 4 per "
                   "second for 5 minutes on average, 20 minutes; each gateway (x axis) with "
-                  "unbounded and windowed (480 + 16 sinks) KV. (a) calls the gateway and the "
+                  "unbounded and windowed (480 + 16 sinks) KV; AIMD per replica, or one AIMD "
+                  "at the gateway capping the fleet's live sessions on the worst (or median) "
+                  "replica's latency. (a) calls the gateway and the "
                   "replicas' own admission placed; (b) due frames that went silent, with the "
                   "number of replicas whose pool stalled; (c) frames answered within the "
                   "deadline per second over the run. A rejected call is not a silent one.")

@@ -141,5 +141,11 @@ expect_error "workload.arrival.profile_file: .*neg.csv:3: calls_per_s: expected 
 expect_error 'workload.arrival.profile\[1\]: time_s: expected times in increasing order' simulate --set 'workload.arrival={"type":"profile","profile":[[0,1],[0,2]]}'
 expect_error 'engine.tensor_parallel: expected a degree that divides model.attention_heads' simulate --set model=llama-3-70b --set engine.tensor_parallel=8 --set model.attention_heads=36 --set model.kv_heads=4
 expect_error 'engine.tensor_parallel: expected one of 1, 2, 4, 8' simulate --set engine.tensor_parallel=3
+expect_error 'fleet.gateway.type: expected a gateway without a control loop where the replicas run their own admission.type "aimd" .*, got "aimd"' simulate --set 'fleet={"groups":[{"count":2}],"gateway":{"type":"aimd"}}' --set admission.type=aimd
+# Commands that answer for one engine refuse a fleet rather than answer for one replica
+for cmd in capacity recommend predict; do
+  expect_error "moshi_h200_fleet.json: fleet: .metronome $cmd. answers for one engine, and this scenario is a fleet of 8 replicas.*metronome plan" \
+    $cmd --scenario "$src/scenarios/fleet/moshi_h200_fleet.json"
+done
 
 finish fleet_cli_test
