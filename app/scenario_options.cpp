@@ -37,15 +37,7 @@ Scenario ScenarioOptions::load() const {
 
 Scenario ScenarioOptions::load_engine(std::string_view command) const {
   Scenario s = load();
-  if (s.fleet) {
-    throw ConfigError(fmt::format(
-        "{}: fleet: `metronome {}` answers for one engine, and this scenario is a fleet of {} "
-        "replicas; expected a scenario without a fleet section. For the fleet, `metronome "
-        "simulate` runs it (every replica's summary) and `metronome plan` finds the fewest "
-        "replicas for its traffic; for one replica, put its group's model, gpu, engine and "
-        "kv_policy in a scenario of their own",
-        s.source, command, s.fleet->replicas()));
-  }
+  refuse_fleet(s, command);
   return s;
 }
 

@@ -105,4 +105,15 @@ nlohmann::json to_json(const FleetConfig& f) {
   return j;
 }
 
+void refuse_fleet(const Scenario& s, std::string_view command) {
+  if (!s.fleet) return;
+  throw ConfigError(fmt::format(
+      "{}: fleet: `metronome {}` answers for one engine, and this scenario is a fleet of {} "
+      "replicas; expected a scenario without a fleet section. For the fleet, `metronome "
+      "simulate` runs it (every replica's summary) and `metronome plan` finds the fewest "
+      "replicas for its traffic; for one replica, put its group's model, gpu, engine and "
+      "kv_policy in a scenario of their own",
+      s.source, command, s.fleet->replicas()));
+}
+
 }  // namespace metronome
