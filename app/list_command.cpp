@@ -163,7 +163,7 @@ const std::vector<Field>& fields() {
       {"fleet.gateway.max_queue_depth", "sessions", "5", "shed: waiting for blocks, above: refuse"},
       {"fleet.gateway.max_kv_usage", "-", "0.8", "shed: pool fraction in (0, 1], above: refuse"},
       {"fleet.gateway.cap", "sessions", "required", "static: live over the fleet"},
-      {"fleet.gateway.<admission.aimd's>", "-", "as admission", "aimd: one cap over the fleet"},
+      {"fleet.gateway.<admission aimd's fields>", "-", "as aimd", "aimd: one cap over the fleet"},
       {"fleet.gateway.over_replicas", "-", "1", "aimd: quantile of the replicas' readings"},
       {"fleet.autoscale.signal", "-", "required", "sessions | kv_usage | latency (ready mean)"},
       {"fleet.autoscale.scale_up_above", "signal", "required", "start replicas above it"},

@@ -129,9 +129,10 @@ def plan_rows(t, w, quick):
         best = f"{plan_out(key)}#/candidates/0/"
         t.row(f"plan for {label(w, key)} at the fleet's traffic (4 callers/s, 5-minute calls, "
               "20 min; H100 or H200, TP 1 or 2, W its window or twice it, S 16): the cheapest "
-              "fleet with no stall, no call turned away and true p99 within the frame",
+              "fleet with no stall, no call turned away and true p99 within the frame; its cost "
+              "per hour and per call-hour; its true p99",
               "- (fleet sizing is ours)",
-              "{} x {} TP {}, W {}: ${:.2f}/hour, ${:.4f}/call-hour; true p99 {:.1f} ms",
+              "{} x {}, TP {}, W {}; ${:.2f}/hour, ${:.4f}/call-hour; {:.1f} ms",
               [best + "fleet/replicas", best + "gpu", best + "tensor_parallel",
                best + "window_tokens", best + "cost_per_hour", best + "cost_per_call_hour",
                best + "fleet/true_p99_ms"])
