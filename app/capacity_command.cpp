@@ -39,7 +39,7 @@ Run add_capacity(CLI::App& app) {
                   "(default 5)")
       ->check(CLI::Range(1, 1000));
   return [o]() {
-    const Scenario s = o->scenario.load();
+    const Scenario s = o->scenario.load_engine("capacity");
     const double f = o->fraction > 0 ? o->fraction : s.admission.policy->congestion_fraction();
     const auto progress = stderr_progress("capacity", 0, "probes");
     const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws, progress.get());

@@ -22,6 +22,7 @@ Run add_plan(CLI::App& app) {
     ScenarioOptions scenario;
     PlanSpec spec;
     QualityFloorOptions quality_floor;
+    std::string autoscale;
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
@@ -44,6 +45,11 @@ Run add_plan(CLI::App& app) {
   cmd->add_option("--max-replicas", o->spec.max_replicas,
                   "Largest fleet tried per candidate (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{10'000}));
+  cmd->add_option("--autoscale", o->autoscale,
+                  "Also try each candidate autoscaled: a fleet.autoscale section as JSON, without "
+                  "max_replicas (the count searched), e.g. '{\"signal\": \"kv_usage\", "
+                  "\"scale_up_above\": 0.6, \"scale_down_below\": 0.3, \"startup_s\": 120}'; "
+                  "priced by the GPU-hours it ran");
   o->quality_floor.add_to(*cmd);
   cmd->add_option("-j,--jobs", o->spec.jobs,
                   "Worker threads over candidates (default 1); results do not depend on it")
@@ -54,6 +60,12 @@ Run add_plan(CLI::App& app) {
     if (s.fleet) throw ConfigError(s.source + ": fleet: plan sizes the fleet itself; remove it");
     if (spec.gpus.empty()) throw ConfigError("--gpus: expected at least one GPU");
     o->quality_floor.apply(spec);
+    if (!o->autoscale.empty()) {
+      spec.autoscale = nlohmann::json::parse(o->autoscale, nullptr, false);
+      if (spec.autoscale.is_discarded() || !spec.autoscale.is_object()) {
+        throw ConfigError("--autoscale: expected a JSON object (a fleet.autoscale section)");
+      }
+    }
     spec.progress = true;  // stderr_progress decides: terminal or not, --quiet
     const Plan p = plan(s, spec);
     if (o->scenario.json) {

@@ -20,7 +20,7 @@ Run add_predict(CLI::App& app) {
   auto o = std::make_shared<ScenarioOptions>();
   o->add_to(*cmd);
   return [o]() {
-    const Scenario s = o->load();
+    const Scenario s = o->load_engine("predict");
     auto p = predict_first_order(s);
     p.service = check_service(s, p, *make_cost_model(s));
     if (o->json) {

@@ -55,7 +55,7 @@ Run add_recommend(CLI::App& app) {
   cmd->add_option("-j,--jobs", o->jobs, "Worker threads (default 1); results do not depend on it")
       ->check(CLI::Range(1, 256));
   return [o]() {
-    Scenario s = o->scenario.load();
+    Scenario s = o->scenario.load_engine("recommend");
     if (!s.admission.policy->limits()) {  // N* needs a controller: AIMD with its defaults
       const nlohmann::json aimd = {{"type", "aimd"}};
       JsonSection section(aimd, s.source, "admission");

@@ -6,6 +6,7 @@
 
 #include "app/option_checks.h"
 #include "sim/cost/cost_model.h"
+#include "sim/fleet/fleet_config.h"
 #include "sim/service_rate.h"
 
 namespace metronome::cli {
@@ -31,6 +32,12 @@ Scenario ScenarioOptions::load() const {
   Scenario s = load_scenario(scenario, all);
   // Loud: a warning is a value that was accepted but probably not meant.
   for (const auto& w : s.warnings) std::cerr << "metronome: warning: " << w << "\n";
+  return s;
+}
+
+Scenario ScenarioOptions::load_engine(std::string_view command) const {
+  Scenario s = load();
+  refuse_fleet(s, command);
   return s;
 }
 

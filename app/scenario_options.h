@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/config_error.h"
@@ -21,6 +22,10 @@ struct ScenarioOptions {
 
   void add_to(CLI::App& app);
   Scenario load() const;
+  // load() for a command that answers for one engine (`command`: its name): a fleet scenario is
+  // refused (ConfigError, exit 2), saying what to run instead, rather than answered for one
+  // replica as if it were the fleet.
+  Scenario load_engine(std::string_view command) const;
 };
 
 // --quality FILE and --max-ppl-ratio R, the quality floor recommend and plan both take: fills a

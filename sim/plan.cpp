@@ -21,8 +21,18 @@ namespace {
 
 using nlohmann::json;
 
-// The candidate's scenario without a fleet: the base with its GPU, degree and window.
-Scenario candidate_scenario(const Scenario& base, const PlanCandidate& c, int64_t replicas) {
+// The autoscale section a fleet of at most `replicas` runs: the spec's, its floor within reach.
+json autoscale_section(const PlanSpec& spec, int64_t replicas) {
+  json a = spec.autoscale;
+  a["min_replicas"] = std::min<int64_t>(a.value("min_replicas", int64_t{1}), replicas);
+  a["max_replicas"] = replicas;
+  return a;
+}
+
+// The candidate's scenario: the base with its GPU, degree and window, and a fleet of `replicas`
+// (none for 0).
+Scenario candidate_scenario(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
+                            int64_t replicas) {
   json j = to_json(base);
   j.erase("fleet");
   apply_set(j, "gpu=" + c.gpu, "");
@@ -34,16 +44,20 @@ Scenario candidate_scenario(const Scenario& base, const PlanCandidate& c, int64_
   j["engine"]["tensor_parallel"] = c.tensor_parallel;
   j["kv_policy"] = {{"type", "windowed"}, {"window_tokens", c.window}, {"sink_tokens", c.sinks}};
   if (replicas > 0) {
-    j["fleet"] = {{"groups", json::array({{{"name", "plan"}, {"count", replicas}}})},
+    const json a = c.autoscaled ? autoscale_section(spec, replicas) : json(nullptr);
+    const int64_t count = c.autoscaled ? a["min_replicas"].get<int64_t>() : replicas;
+    j["fleet"] = {{"groups", json::array({{{"name", "plan"}, {"count", count}}})},
                   {"router", {{"type", "least_sessions"}}},
                   {"gateway", {{"type", "none"}}}};
+    if (c.autoscaled) j["fleet"]["autoscale"] = a;
   }
-  return parse_scenario(
-      j, fmt::format("plan {} tp {} W {} S {}", c.gpu, c.tensor_parallel, c.window, c.sinks));
+  return parse_scenario(j, fmt::format("plan {} tp {} W {} S {}{}", c.gpu, c.tensor_parallel,
+                                       c.window, c.sinks, c.autoscaled ? " autoscaled" : ""));
 }
 
-PlanFleet run_fleet(const Scenario& base, const PlanCandidate& c, int64_t replicas) {
-  const Scenario s = candidate_scenario(base, c, replicas);
+PlanFleet run_fleet(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
+                    int64_t replicas) {
+  const Scenario s = candidate_scenario(base, spec, c, replicas);
   const FleetResult r = Fleet(s).run();
   const RunResult t = r.totals();
   PlanFleet f;
@@ -58,6 +72,7 @@ PlanFleet run_fleet(const Scenario& base, const PlanCandidate& c, int64_t replic
                           : 0;
   f.call_hours = static_cast<double>(t.frames_due) * s.workload.frame_period_s / 3600;
   f.hours = s.horizon_s / 3600;
+  f.gpu_hours = r.gpu_seconds() / 3600;
   const double deadline_ms = s.workload.deadline() * 1e3;
   if (f.replicas_stalled > 0) {
     f.why_not = fmt::format("{} of {} replicas stalled", f.replicas_stalled, replicas);
@@ -73,19 +88,32 @@ PlanFleet run_fleet(const Scenario& base, const PlanCandidate& c, int64_t replic
   return f;
 }
 
-// The fewest replicas in [1, max] that meet the tests, by bisection; the count below is kept.
+// The fewest replicas in [1, max] that meet the tests: doubling from 1 until a fleet meets them
+// (or max fails), then bisection between the last count that failed and the first that met; the
+// count below the answer is kept. From below because small fleets are the cheap runs: each call
+// brings every replica up to its instant, so a run costs about calls x replicas, and the counts
+// tried stay under twice the answer instead of starting at max.
 void search(const Scenario& base, const PlanSpec& spec, PlanCandidate& c) {
-  PlanFleet top = run_fleet(base, c, spec.max_replicas);
-  ++c.runs;
-  if (!top.meets) {
-    c.short_of = top;
-    return;
+  int64_t lo = 0, hi = 0;  // lo fails (0: nothing), hi meets
+  std::optional<PlanFleet> at_lo, at_hi;
+  for (int64_t n = 1; !at_hi; n = std::min(2 * n, spec.max_replicas)) {
+    PlanFleet f = run_fleet(base, spec, c, n);
+    ++c.runs;
+    if (f.meets) {
+      hi = n;
+      at_hi = std::move(f);
+    } else {
+      lo = n;
+      at_lo = std::move(f);
+      if (n == spec.max_replicas) {
+        c.short_of = std::move(at_lo);
+        return;
+      }
+    }
   }
-  int64_t lo = 0, hi = spec.max_replicas;  // lo fails (0: nothing), hi meets
-  std::optional<PlanFleet> at_lo, at_hi = top;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
-    PlanFleet f = run_fleet(base, c, mid);
+    PlanFleet f = run_fleet(base, spec, c, mid);
     ++c.runs;
     if (f.meets) {
       hi = mid;
@@ -122,13 +150,16 @@ json fleet_json(const std::optional<PlanFleet>& f) {
           {"calls_offered", f->calls_offered},
           {"calls_rejected", f->calls_rejected},
           {"replicas_stalled", f->replicas_stalled},
-          {"call_hours", f->call_hours}};
+          {"call_hours", f->call_hours},
+          {"gpu_hours", f->gpu_hours}};
 }
 
 }  // namespace
 
 double PlanCandidate::cost_per_hour() const {
-  return best ? static_cast<double>(best->replicas * tensor_parallel) * price_per_gpu_hour : 0;
+  if (!best) return 0;
+  if (autoscaled) return best->gpu_hours / best->hours * price_per_gpu_hour;
+  return static_cast<double>(best->replicas * tensor_parallel) * price_per_gpu_hour;
 }
 
 double PlanCandidate::cost_per_call_hour() const {
@@ -142,6 +173,19 @@ Plan plan(const Scenario& base, const PlanSpec& spec) {
                       ": engine.num_gpu_blocks: plan sizes each candidate's pool from its GPU and "
                       "degree; expected none (remove it)");
   }
+  if (!spec.autoscale.is_null()) {
+    // The section is the user's: an error in it is theirs, not a reason to skip a candidate.
+    if (!spec.autoscale.is_object() || spec.autoscale.contains("max_replicas")) {
+      throw ConfigError(
+          "--autoscale: expected a fleet.autoscale object without max_replicas (plan searches "
+          "it), e.g. {\"signal\": \"kv_usage\", \"scale_up_above\": 0.6, "
+          "\"scale_down_below\": 0.3, \"startup_s\": 120}");
+    }
+    json j = to_json(base);
+    j["fleet"] = {{"groups", json::array({{{"count", 1}}})},
+                  {"autoscale", autoscale_section(spec, spec.max_replicas)}};
+    (void)parse_scenario(j, "plan --autoscale");
+  }
   Plan out;
   for (const auto& gpu : spec.gpus) {
     for (int64_t k : spec.tensor_parallel) {
@@ -152,7 +196,11 @@ Plan plan(const Scenario& base, const PlanSpec& spec) {
           c.tensor_parallel = k;
           c.window = w;
           c.sinks = s;
-          out.candidates.push_back(std::move(c));
+          out.candidates.push_back(c);
+          if (!spec.autoscale.is_null()) {
+            c.autoscaled = true;
+            out.candidates.push_back(c);
+          }
         }
       }
     }
@@ -163,7 +211,7 @@ Plan plan(const Scenario& base, const PlanSpec& spec) {
     c.skipped = quality_skip(spec, c);
     if (!c.skipped.empty()) continue;
     try {
-      const Scenario one = candidate_scenario(base, c, 0);
+      const Scenario one = candidate_scenario(base, spec, c, 0);
       if (!one.gpu.price_per_gpu_hour) {
         throw ConfigError(fmt::format(
             "{}: price_per_gpu_hour: expected the price of one GPU-hour (metronome plan ranks "
@@ -212,6 +260,7 @@ json plan_json(const Scenario& base, const PlanSpec& spec, const Plan& p) {
                     {"tensor_parallel", c.tensor_parallel},
                     {"window_tokens", c.window},
                     {"sink_tokens", c.sinks},
+                    {"autoscaled", c.autoscaled},
                     {"price_per_gpu_hour", c.price_per_gpu_hour},
                     {"ppl_ratio", c.ppl_ratio ? json(*c.ppl_ratio) : json(nullptr)},
                     {"skipped", c.skipped.empty() ? json(nullptr) : json(c.skipped)},
@@ -234,6 +283,7 @@ json plan_json(const Scenario& base, const PlanSpec& spec, const Plan& p) {
             {"windows", spec.windows},
             {"sinks", spec.sinks},
             {"max_replicas", spec.max_replicas},
+            {"autoscale", spec.autoscale},
             {"quality_floor", q},
             {"tests", "no replica stalled, no call turned away, true p99 <= deadline_s"}}},
           {"best", p.best ? json(*p.best) : json(nullptr)},
@@ -257,11 +307,12 @@ std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p)
   } else {
     const PlanCandidate& b = p.candidates[*p.best];
     o << fmt::format(
-        "best       {} x {} (TP {}, {} GPUs), W {} S {}: ${:.2f} per hour, ${:.4f} per "
+        "best       {}{} x {} (TP {}, {} GPUs), W {} S {}: ${:.2f} per hour, ${:.4f} per "
         "call-hour; true p99 {:.1f} ms, {:.2f}% silent, {} of {} calls rejected\n",
-        b.best->replicas, b.gpu, b.tensor_parallel, b.best->replicas * b.tensor_parallel, b.window,
-        b.sinks, b.cost_per_hour(), b.cost_per_call_hour(), b.best->true_p99_ms,
-        100 * b.best->silent_fraction, b.best->calls_rejected, b.best->calls_offered);
+        b.autoscaled ? "autoscaled up to " : "", b.best->replicas, b.gpu, b.tensor_parallel,
+        b.best->replicas * b.tensor_parallel, b.window, b.sinks, b.cost_per_hour(),
+        b.cost_per_call_hour(), b.best->true_p99_ms, 100 * b.best->silent_fraction,
+        b.best->calls_rejected, b.best->calls_offered);
     if (b.short_of) {
       o << fmt::format("           one replica fewer ({}): {}\n", b.short_of->replicas,
                        b.short_of->why_not);
@@ -273,10 +324,13 @@ std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p)
   for (const auto& c : p.candidates) {
     if (++shown > 12) break;
     if (c.best) {
-      o << fmt::format("{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10.2f} {:>12.4f} {:>10.1f}\n",
+      o << fmt::format("{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10.2f} {:>12.4f} {:>10.1f}{}\n",
                        c.gpu, c.tensor_parallel, c.window, c.sinks, c.best->replicas,
                        c.best->replicas * c.tensor_parallel, c.cost_per_hour(),
-                       c.cost_per_call_hour(), c.best->true_p99_ms);
+                       c.cost_per_call_hour(), c.best->true_p99_ms,
+                       c.autoscaled
+                           ? fmt::format("  autoscaled: {:.1f} GPU-hours", c.best->gpu_hours)
+                           : std::string());
     } else {
       o << fmt::format(
           "{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10} {:>12} {:>10}  {}\n", c.gpu,

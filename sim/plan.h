@@ -4,11 +4,16 @@
 // within the frame deadline; the cheapest of those by the GPUs' price per hour. Each fleet is a
 // `simulate` of the scenario's fleet (sim/fleet/fleet.h): nothing is extrapolated.
 //
-// The replica count is found by bisection over [1, max_replicas], which assumes that a fleet that
-// serves the traffic still serves it with one more replica (least_sessions spreads the same calls
-// thinner); the count below the answer is run too, and reported, so the margin is visible. A window
-// or sinks that fails the quality floor (a perplexity ratio to full attention above max_ppl_ratio,
-// or none measured) is not tried.
+// The replica count is found by doubling from 1, then bisection, within [1, max_replicas], which
+// assumes that a fleet that serves the traffic still serves it with one more replica
+// (least_sessions spreads the same calls thinner); the count below the answer is run too, and
+// reported, so the margin is visible. A window or sinks that fails the quality floor (a perplexity
+// ratio to full attention above max_ppl_ratio, or none measured) is not tried.
+//
+// With an autoscale section (PlanSpec::autoscale) each candidate is also tried autoscaled: one
+// group that starts at min_replicas and scales by the section's rule (sim/fleet/autoscale.h),
+// the searched count being its max_replicas, priced by the GPU-hours it ran (started to gone),
+// not by its peak for the whole horizon.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,9 @@ struct PlanSpec {
   std::vector<std::pair<std::pair<int64_t, int64_t>, double>> ppl_ratio;
   std::optional<double> max_ppl_ratio;
   std::string quality_source;
+  // Null: static fleets only. Else a fleet.autoscale section without max_replicas (the plan sets
+  // it to the count it searches): each candidate is tried with it too.
+  nlohmann::json autoscale;
   int jobs = 1;
   bool progress = false;
 };
@@ -44,18 +52,21 @@ struct PlanFleet {
   int64_t calls_offered = 0, calls_rejected = 0, replicas_stalled = 0;
   double call_hours = 0;  // frames due x frame period
   double hours = 0;       // the horizon
+  double gpu_hours = 0;   // what the fleet ran: each replica from its start to its end x GPUs
 };
 
 struct PlanCandidate {
   std::string gpu;
   int64_t tensor_parallel = 1, window = 0, sinks = 0;
+  bool autoscaled = false;  // best->replicas is then the most it may scale to
   double price_per_gpu_hour = 0;
   std::optional<double> ppl_ratio;
   std::string skipped;  // why it was not tried (the scenario refuses it, the quality floor)
   std::optional<PlanFleet> best;      // the fewest replicas that meet the tests
   std::optional<PlanFleet> short_of;  // one replica fewer (or the largest tried, when none meets)
   int64_t runs = 0;
-  double cost_per_hour() const;       // best: replicas x GPUs x price
+  // best: replicas x GPUs x price (static); its GPU-hours over the horizon x price (autoscaled)
+  double cost_per_hour() const;
   double cost_per_call_hour() const;  // best: its cost over the horizon / call-hours served
 };
 

@@ -1,11 +1,13 @@
 """Figure 10: a fleet of 8 Moshi replicas behind each gateway, unbounded against windowed KV: the
-calls placed, the frames that went silent and the goodput."""
+calls placed, the frames that went silent and the goodput. Its rows add `metronome plan` for each
+shipped model on the same traffic (no figure: the plan is a table)."""
 import os
 
 import numpy as np
 
 from .plots import COLORS, column_figure, finish, handles_of, panel, strip_legend
-from .runs import EXP_DIR, load, merge, spec
+from .plots import label
+from .runs import EXP_DIR, load, merge, model_scenario, spec
 
 NUMBER = 10
 SPEC = "fig10_fleet_admission.json"
@@ -14,6 +16,31 @@ SPEC = "fig10_fleet_admission.json"
 def run_dir(kv, gateway):
     """Under data/: one fleet simulate run (summary.json, replicas.csv, replicas/)."""
     return f"fig10/{kv}/{gateway}"
+
+
+def plan_out(key):
+    """Under data/: one `plan --json` of a model."""
+    return f"fig10/plan/{key}.json"
+
+
+def plan_calls(r, w, sp, base):
+    """One plan per shipped model on the fleet's traffic, each on one thread (the figure's runs
+    go in parallel); its candidates are the experiment file's GPUs and degrees, the model's
+    window from workloads.json and twice it."""
+    pl = sp["plan"]
+    plan_base = {k: v for k, v in base.items() if k not in ("fleet", "kv_policy")}
+    plan_base["cost_model"] = {"type": "auto"}  # chosen again for each candidate GPU
+    calls = []
+    for key in pl["models"]:
+        s = dict(model_scenario(plan_base, w, key), name=f"plan-{key}")
+        path = r.write_scenario(r.data(f"fig10/plan/{key}.in.json"), s)
+        win = w["models"][key]["window"]["window_tokens"]
+        args = ["plan", "--scenario", path, "--gpus", ",".join(pl["gpus"]),
+                "--tp", ",".join(map(str, pl["tensor_parallel"])),
+                "--windows", f"{win},{2 * win}", "--sinks", ",".join(map(str, pl["sinks"])),
+                "--max-replicas", str(pl["max_replicas"]), "-j", "1", "--json"]
+        calls.append((args, r.data(plan_out(key))))
+    return calls
 
 
 def run(r, w, quick):
@@ -29,7 +56,7 @@ def run(r, w, quick):
             s = merge(merge(base, kv_over), gw["override"])
             path = r.write_scenario(os.path.join(out_dir, "scenario.in.json"), s)
             calls.append((["simulate", "--scenario", path, "--out", out_dir], None))
-    r.parallel(calls)
+    r.parallel(calls + plan_calls(r, w, sp, base))
 
 
 def cost_labels(d, sp):
@@ -73,7 +100,9 @@ def plot(d, w, quick):
     return finish(fig, d.out, "fig10_fleet_admission", NUMBER, sp["title"], cost_labels(d, sp),
                   "8 Moshi replicas on H200 behind a least_sessions router, callers at 4 per "
                   "second for 5 minutes on average, 20 minutes; each gateway (x axis) with "
-                  "unbounded and windowed (480 + 16 sinks) KV. (a) calls the gateway and the "
+                  "unbounded and windowed (480 + 16 sinks) KV; AIMD per replica, or one AIMD "
+                  "at the gateway capping the fleet's live sessions on the worst (or median) "
+                  "replica's latency. (a) calls the gateway and the "
                   "replicas' own admission placed; (b) due frames that went silent, with the "
                   "number of replicas whose pool stalled; (c) frames answered within the "
                   "deadline per second over the run. A rejected call is not a silent one.")
@@ -91,3 +120,19 @@ def rows(t, w, quick):
                   "{} of {}; {} of {} stalled; {:.1f}% silent",
                   [rel + "calls_placed", rel + "calls_offered", rel + "replicas_stalled",
                    rel + "replicas", rel + "silent_fraction"], [None, None, None, None, 100])
+
+
+def plan_rows(t, w, quick):
+    sp = spec(SPEC, quick)
+    pl = sp["plan"]
+    for key in pl["models"]:
+        best = f"{plan_out(key)}#/candidates/0/"
+        t.row(f"plan for {label(w, key)} at the fleet's traffic (4 callers/s, 5-minute calls, "
+              "20 min; H100 or H200, TP 1 or 2, W its window or twice it, S 16): the cheapest "
+              "fleet with no stall, no call turned away and true p99 within the frame; its cost "
+              "per hour and per call-hour; its true p99",
+              "- (fleet sizing is ours)",
+              "{} x {}, TP {}, W {}; ${:.2f}/hour, ${:.4f}/call-hour; {:.1f} ms",
+              [best + "fleet/replicas", best + "gpu", best + "tensor_parallel",
+               best + "window_tokens", best + "cost_per_hour", best + "cost_per_call_hour",
+               best + "fleet/true_p99_ms"])

@@ -10,6 +10,7 @@ from .runs import load
 # The table reads as the argument runs (crashes, admission, capacity, recommendation, prediction,
 # the silent failure, exhaustion, the cost model, quality), not in figure order.
 ROWS = [fig4_metastability.rows, fig5_admission.rows, fig10_fleet_admission.rows,
+        fig10_fleet_admission.plan_rows,
         fig7_capacity.capacity_rows,
         fig8_quality.recommend_rows, fig7_capacity.other_model_rows, fig6_prediction.rows,
         fig3_silent_failure.rows, fig9_exhaustion.rows, fig7_capacity.cost_model_rows,

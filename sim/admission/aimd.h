@@ -56,6 +56,7 @@ class AimdPolicy final : public AdmissionPolicy {
   const ControlLoop* control_loop() const override { return &p_.loop; }
   double forecast_increase() const override { return p_.increase; }
   double congestion_fraction() const override { return p_.high_fraction; }
+  const AimdParams& params() const { return p_; }  // the fleet's AIMD reads the same fields
   static std::shared_ptr<const AdmissionPolicy> parse(JsonSection& a);
 
  private:

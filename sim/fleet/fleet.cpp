@@ -27,7 +27,7 @@ Fleet::Fleet(const Scenario& s, ObserverFor observer_for)
       config_(s.fleet ? *s.fleet : throw std::logic_error("Fleet: a scenario without a fleet")),
       horizon_(from_seconds(s.horizon_s)),
       router_(config_.router->make_router(s.seed)),
-      gateway_(config_.gateway->make_gateway()),
+      gateway_(config_.gateway->make_gateway(s.workload.deadline())),
       arrival_rng_(s.seed, "arrivals"),
       duration_rng_(s.seed, "durations"),
       arrivals_(make_arrival_process(s.workload.arrival)),
@@ -39,6 +39,10 @@ Fleet::Fleet(const Scenario& s, ObserverFor observer_for)
     for (int64_t k = 0; k < config_.groups[g].count; ++k) add_replica(g, k, 0, 0);
   }
   result_.horizon_s = s.horizon_s;
+  if (const ControlLoop* loop = config_.gateway->control_loop()) {
+    // The engines' own control period (Engine::begin): the readings fall on their instants.
+    gateway_period_ = std::max<Time>(1, from_seconds(loop->interval_s));
+  }
 }
 
 void Fleet::add_replica(size_t g, int64_t k, Time at, Time ready_at) {
@@ -163,29 +167,59 @@ void Fleet::drain_one(Time now) {
   if (last != kNever && last <= horizon_) o.gone_s = to_seconds(std::max(now, last));
 }
 
-void Fleet::scale_until(Time until) {
-  const AutoscaleConfig& a = *config_.autoscale;
+void Fleet::read_gateway(Time now) {
+  signals_.clear();
+  int64_t live = 0;
+  for (size_t i : ready_) {
+    const EngineGauges g = engines_[i]->gauges();
+    live += g.live;
+    // Each engine closed its interval at `now` (the same period from 0 s); one without sessions
+    // had no frames to measure.
+    if (g.live > 0 && !std::isnan(g.signal_s)) signals_.push_back(g.signal_s);
+  }
+  for (size_t i : draining_) live += engines_[i]->gauges().live;
+  gateway_->on_reading(now, signals_, live);
+}
+
+void Fleet::control_until(Time until, bool calls_left) {
+  const bool scaled = config_.autoscale != nullptr;
   while (true) {
     // Computed from the index, not accumulated, so the readings do not drift.
-    const Time at = from_seconds(static_cast<double>(readings_ + 1) * a.interval_s);
-    if (at > until) return;
-    ++readings_;
+    const Time g =
+        calls_left && gateway_period_ > 0 ? (gateway_readings_ + 1) * gateway_period_ : kNever;
+    const Time a =
+        scaled ? from_seconds(static_cast<double>(readings_ + 1) * config_.autoscale->interval_s)
+               : kNever;
+    const Time at = std::min(g, a);
+    if (at == kNever || at > until) return;
     advance_all(at, true);
-    note_ready(at);
-    const auto ready = static_cast<int64_t>(ready_.size());
-    const auto starting = static_cast<int64_t>(starting_.size());
-    const ScaleDecision d = decide_scale(a, read_signal(), ready, starting);
-    const Time ready_at = at + from_seconds(a.startup_s);
-    for (int64_t k = 0; k < d.start; ++k) {
-      add_replica(0, static_cast<int64_t>(engines_.size()), at, ready_at);
-      ++result_.scale_ups;
+    if (scaled) note_ready(at);
+    if (g == at) {
+      ++gateway_readings_;
+      read_gateway(at);
     }
-    if (d.drain) {
-      drain_one(at);
-      ++result_.drains;
+    if (a == at) {
+      ++readings_;
+      scale_at(at);
     }
-    note_ready(at);  // a start-up of 0 s takes calls at once
   }
+}
+
+void Fleet::scale_at(Time at) {
+  const AutoscaleConfig& a = *config_.autoscale;
+  const auto ready = static_cast<int64_t>(ready_.size());
+  const auto starting = static_cast<int64_t>(starting_.size());
+  const ScaleDecision d = decide_scale(a, read_signal(), ready, starting);
+  const Time ready_at = at + from_seconds(a.startup_s);
+  for (int64_t k = 0; k < d.start; ++k) {
+    add_replica(0, static_cast<int64_t>(engines_.size()), at, ready_at);
+    ++result_.scale_ups;
+  }
+  if (d.drain) {
+    drain_one(at);
+    ++result_.drains;
+  }
+  note_ready(at);  // a start-up of 0 s takes calls at once
 }
 
 FleetResult Fleet::run(int threads, Progress* progress) {
@@ -205,7 +239,7 @@ FleetResult Fleet::run(int threads, Progress* progress) {
     // The call's length first, then the next arrival: separate streams, so the order is free.
     const double duration_s = durations_->sample(duration_rng_);
     next = arrivals_->next(arrival_rng_);
-    if (scaled) scale_until(t);
+    control_until(t, true);
     advance_all(t, true);
     if (scaled) note_ready(t);
     offer(t, duration_s);
@@ -215,7 +249,7 @@ FleetResult Fleet::run(int threads, Progress* progress) {
     }
   }
   if (scaled) {
-    scale_until(horizon_);
+    control_until(horizon_, false);
     if (progress) progress->add((horizon_ / tick * tick - shown) / tick);
     shown = horizon_ / tick * tick;
   }

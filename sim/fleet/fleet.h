@@ -19,6 +19,12 @@
 // replicas (a new engine, ready startup_s later) or drain one (out of the router's sight from
 // then; it leaves when its last call hangs up, Engine::last_hang_up). Readings continue after
 // the last call, on one thread, until the horizon.
+//
+// A gateway with a control loop (fleet.gateway.type aimd: one controller over the fleet) reads
+// every ready replica's measured latency at the end of each of its intervals (at multiples of
+// interval_s, when the replicas' engines close their own intervals), before a call or an
+// autoscale reading at the same instant. Readings stop with the last call: there is nothing left
+// for the gateway to decide.
 #pragma once
 
 #include <cstdint>
@@ -60,8 +66,12 @@ class Fleet {
   ReplicaView view(size_t i) const;
   // A replica of group g (its k-th), asked for at `at`, taking calls from `ready_at`.
   void add_replica(size_t g, int64_t k, Time at, Time ready_at);
-  // Autoscaling: the readings up to `until`, and the starting replicas ready by `now`.
-  void scale_until(Time until);
+  // The fleet's control instants up to `until` in time order (the gateway's readings, then the
+  // autoscaler's at one instant); `calls_left`: false after the last call (autoscaling only).
+  void control_until(Time until, bool calls_left);
+  void read_gateway(Time now);
+  // Autoscaling: one reading at `at`, and the starting replicas ready by `now`.
+  void scale_at(Time at);
   void note_ready(Time now);
   double read_signal() const;
   void drain_one(Time now);
@@ -82,6 +92,9 @@ class Fleet {
   std::vector<size_t> draining_;
   std::vector<Time> ready_at_;  // per replica
   int64_t readings_ = 0;        // autoscale readings taken
+  Time gateway_period_ = 0;     // the gateway's control interval (0: it has none)
+  int64_t gateway_readings_ = 0;
+  std::vector<double> signals_;  // scratch for the gateway's readings
   std::unique_ptr<Router> router_;
   std::unique_ptr<Gateway> gateway_;
   Rng arrival_rng_, duration_rng_;

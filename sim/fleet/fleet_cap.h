@@ -23,7 +23,7 @@ class FleetCapPolicy final : public GatewayPolicy {
   explicit FleetCapPolicy(int64_t cap) : cap_(cap) {}
   std::string type() const override { return "static"; }
   void write(nlohmann::json& section) const override { section["cap"] = cap_; }
-  std::unique_ptr<Gateway> make_gateway() const override {
+  std::unique_ptr<Gateway> make_gateway(double) const override {
     return std::make_unique<FleetCap>(cap_);
   }
   static std::shared_ptr<const GatewayPolicy> parse(JsonSection& g) {

@@ -1,6 +1,9 @@
 #include "sim/fleet/fleet_config.h"
 
+#include <fmt/format.h>
+
 #include "base/config_error.h"
+#include "sim/fleet/measured_admission.h"
 
 namespace metronome {
 
@@ -55,6 +58,23 @@ std::shared_ptr<const FleetConfig> parse_fleet(JsonSection& f, const nlohmann::j
   c->router = router_policies().parse(router, "round_robin");
   JsonSection gateway = f.section("gateway");
   c->gateway = gateway_policies().parse(gateway, "none");
+  if (const ControlLoop* loop = c->gateway->control_loop()) {
+    // One controller over the fleet: each replica measures for it and decides nothing itself.
+    for (auto& group : c->groups) {
+      const std::string own = group.replica->admission.type();
+      if (own != "none") {
+        gateway.fail("type", fmt::format("a gateway without a control loop where the replicas "
+                                         "run their own admission.type \"{}\" (one controller "
+                                         "decides: set admission.type to none, or choose "
+                                         "another gateway)",
+                                         own));
+      }
+      auto measured = std::make_shared<Scenario>(*group.replica);
+      measured->admission.policy =
+          std::make_shared<const MeasuredAdmissionPolicy>(group.replica->admission.policy, *loop);
+      group.replica = std::move(measured);
+    }
+  }
   if (f.has("autoscale")) {
     if (c->groups.size() != 1) {
       f.fail("autoscale", "one replica group to scale, got " + std::to_string(c->groups.size()));
@@ -83,6 +103,17 @@ nlohmann::json to_json(const FleetConfig& f) {
   nlohmann::json j = {{"groups", groups}, {"router", router}, {"gateway", gateway}};
   if (f.autoscale) j["autoscale"] = to_json(*f.autoscale);
   return j;
+}
+
+void refuse_fleet(const Scenario& s, std::string_view command) {
+  if (!s.fleet) return;
+  throw ConfigError(fmt::format(
+      "{}: fleet: `metronome {}` answers for one engine, and this scenario is a fleet of {} "
+      "replicas; expected a scenario without a fleet section. For the fleet, `metronome "
+      "simulate` runs it (every replica's summary) and `metronome plan` finds the fewest "
+      "replicas for its traffic; for one replica, put its group's model, gpu, engine and "
+      "kv_policy in a scenario of their own",
+      s.source, command, s.fleet->replicas()));
 }
 
 }  // namespace metronome

@@ -17,6 +17,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/json_section.h"
@@ -59,5 +60,10 @@ std::shared_ptr<const FleetConfig> parse_fleet(JsonSection& f, const nlohmann::j
                                                const std::string& source);
 // The resolved section: every group's model, GPU, engine and KV policy written out in full.
 nlohmann::json to_json(const FleetConfig& f);
+
+// For a command that answers for one engine (`command`: its name): a ConfigError (exit 2) where
+// `s` is a fleet, saying what to run instead, rather than an answer for one replica as if it were
+// the fleet.
+void refuse_fleet(const Scenario& s, std::string_view command);
 
 }  // namespace metronome

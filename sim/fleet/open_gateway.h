@@ -14,7 +14,9 @@ class OpenGatewayPolicy final : public GatewayPolicy {
  public:
   std::string type() const override { return "none"; }
   void write(nlohmann::json&) const override {}
-  std::unique_ptr<Gateway> make_gateway() const override { return std::make_unique<OpenGateway>(); }
+  std::unique_ptr<Gateway> make_gateway(double) const override {
+    return std::make_unique<OpenGateway>();
+  }
   static std::shared_ptr<const GatewayPolicy> parse(JsonSection&) {
     return std::make_shared<OpenGatewayPolicy>();
   }

@@ -33,7 +33,7 @@ class ShedPolicy final : public GatewayPolicy {
     section["max_queue_depth"] = depth_;
     section["max_kv_usage"] = usage_;
   }
-  std::unique_ptr<Gateway> make_gateway() const override {
+  std::unique_ptr<Gateway> make_gateway(double) const override {
     return std::make_unique<Shed>(depth_, usage_);
   }
   static std::shared_ptr<const GatewayPolicy> parse(JsonSection& g) {

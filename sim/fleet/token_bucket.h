@@ -36,7 +36,7 @@ class TokenBucketPolicy final : public GatewayPolicy {
     section["rate_per_s"] = rate_;
     section["burst"] = burst_;
   }
-  std::unique_ptr<Gateway> make_gateway() const override {
+  std::unique_ptr<Gateway> make_gateway(double) const override {
     return std::make_unique<TokenBucket>(rate_, burst_);
   }
   static std::shared_ptr<const GatewayPolicy> parse(JsonSection& g) {

@@ -10,6 +10,7 @@
 
 #include "base/config_error.h"
 #include "base/json_file.h"
+#include "sim/fleet/fleet_config.h"
 
 namespace metronome {
 
@@ -89,7 +90,9 @@ Scenario SweepSpec::load_point(int64_t point) const {
     where += (where.empty() ? "" : ", ") + axes[i].key + "=" + text;
   }
   try {
-    return load_scenario(scenario, all);
+    Scenario s = load_scenario(scenario, all);
+    refuse_fleet(s, "sweep");
+    return s;
   } catch (const ConfigError& e) {
     throw ConfigError("grid point " + std::to_string(point) + " (" + where + "): " + e.what());
   }

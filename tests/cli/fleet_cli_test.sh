@@ -125,6 +125,27 @@ $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480
 expect_error '--tp: ' plan --tp 3
+# --autoscale: each candidate also autoscaled, priced by the GPU-hours it ran
+"$bin" plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 \
+  --max-replicas 4 --autoscale '{"signal":"sessions","scale_up_above":150,"scale_down_below":50,"startup_s":5,"interval_s":2}' \
+  --json >"$tmp/pa.json" 2>/dev/null || fail "plan --autoscale"
+cases=$((cases + 1))
+$py - "$tmp/pa.json" <<'PY' || fail "plan --autoscale: the autoscaled candidate is not priced by its GPU-hours"
+import json, sys
+p = json.load(open(sys.argv[1]))
+c = p["candidates"]
+assert sorted(x["autoscaled"] for x in c) == [False, True], c
+for x in c:
+    if x["fleet"] and x["autoscaled"]:
+        f = x["fleet"]
+        # JSON numbers carry 6 significant digits
+        want = f["gpu_hours"] / (p["scenario"]["horizon_s"] / 3600) * x["price_per_gpu_hour"]
+        assert abs(x["cost_per_hour"] - want) < 1e-5 * want, x
+        assert f["gpu_hours"] <= f["replicas"] * p["scenario"]["horizon_s"] / 3600 * (1 + 1e-5), x
+PY
+expect_error '--autoscale: expected a fleet.autoscale object without max_replicas' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 --autoscale '{"signal":"sessions","max_replicas":3}'
+expect_error '--autoscale: expected a JSON object' plan --autoscale 'sessions'
+expect_error 'plan --autoscale: fleet.autoscale.startup_s' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 --autoscale '{"signal":"sessions","scale_up_above":150,"scale_down_below":50}'
 
 # --- Bad input: exit 2, the file and the field named
 echo '{"model": "moshi", "gpu": "h200", "horizon_s": 10,
@@ -141,5 +162,12 @@ expect_error "workload.arrival.profile_file: .*neg.csv:3: calls_per_s: expected 
 expect_error 'workload.arrival.profile\[1\]: time_s: expected times in increasing order' simulate --set 'workload.arrival={"type":"profile","profile":[[0,1],[0,2]]}'
 expect_error 'engine.tensor_parallel: expected a degree that divides model.attention_heads' simulate --set model=llama-3-70b --set engine.tensor_parallel=8 --set model.attention_heads=36 --set model.kv_heads=4
 expect_error 'engine.tensor_parallel: expected one of 1, 2, 4, 8' simulate --set engine.tensor_parallel=3
+expect_error 'fleet.gateway.type: expected a gateway without a control loop where the replicas run their own admission.type "aimd" .*, got "aimd"' simulate --set 'fleet={"groups":[{"count":2}],"gateway":{"type":"aimd"}}' --set admission.type=aimd
+# Commands that answer for one engine refuse a fleet rather than answer for one replica
+for cmd in capacity recommend predict "sweep --out $tmp/sweep"; do
+  # shellcheck disable=SC2086
+  expect_error "moshi_h200_fleet.json: fleet: .metronome ${cmd%% *}. answers for one engine, and this scenario is a fleet of 8 replicas.*metronome plan" \
+    $cmd --scenario "$src/scenarios/fleet/moshi_h200_fleet.json"
+done
 
 finish fleet_cli_test

@@ -126,6 +126,55 @@ TEST(Plan, QualityFloorAndRefusedDegreesAreSkipped) {
   }
 }
 
+// Autoscaled candidates, on traffic that rises (2 callers a second, then 10 from 120 s): the
+// autoscaled fleet is priced by the GPU-hours it ran, those of running its fleet directly, which
+// here are fewer than its peak for the whole horizon and cheaper than the static fleet; its count
+// is the fewest max_replicas that meets the tests (one fewer run and failing).
+TEST(Plan, AutoscaledCandidatesArePricedByTheGpuHoursTheyRan) {
+  const Scenario base =
+      testing::moshi(0, "windowed",
+                     {"workload.arrival={\"type\":\"profile\",\"profile\":[[0,2],[120,10]]}",
+                      "workload.duration={\"type\":\"fixed\",\"seconds\":120}", "horizon_s=360"});
+  PlanSpec s = small_spec();
+  s.gpus = {"h200"};
+  s.tensor_parallel = {1};
+  s.autoscale = {{"signal", "sessions"},
+                 {"scale_up_above", 150},
+                 {"scale_down_below", 50},
+                 {"startup_s", 5},
+                 {"interval_s", 2}};
+  const Plan p = plan(base, s);
+  ASSERT_EQ(p.candidates.size(), 2u);
+  ASSERT_TRUE(p.candidates[0].autoscaled) << "the cheaper, ranked first";
+  EXPECT_EQ(p.best, 0u);
+  const PlanCandidate& a = p.candidates[0];
+  const PlanCandidate& fixed = p.candidates[1];
+  ASSERT_TRUE(a.best && fixed.best && !fixed.autoscaled);
+  EXPECT_LT(a.cost_per_hour(), fixed.cost_per_hour());
+
+  nlohmann::json j = to_json(base);
+  apply_set(j, "gpu=h200", "");
+  j["cost_model"]["type"] = "auto";
+  j["kv_policy"] = {{"type", "windowed"}, {"window_tokens", 480}, {"sink_tokens", 16}};
+  nlohmann::json scale = s.autoscale;
+  scale["max_replicas"] = a.best->replicas;
+  j["fleet"] = {
+      {"groups", {{{"count", 1}}}}, {"router", {{"type", "least_sessions"}}}, {"autoscale", scale}};
+  const FleetResult r = Fleet(parse_scenario(j, "test")).run();
+  EXPECT_EQ(r.rejected_total(), 0);
+  for (const auto& o : r.replicas) EXPECT_FALSE(o.run.first_stall_s);
+  EXPECT_GT(r.scale_ups, 0);
+  EXPECT_DOUBLE_EQ(a.best->gpu_hours, r.gpu_seconds() / 3600);
+  EXPECT_DOUBLE_EQ(a.cost_per_hour(), r.gpu_seconds() / 360 * a.price_per_gpu_hour);
+  EXPECT_LT(a.best->gpu_hours, static_cast<double>(a.best->replicas) * 0.1);
+  ASSERT_TRUE(a.short_of);
+  EXPECT_EQ(a.short_of->replicas, a.best->replicas - 1);
+  EXPECT_FALSE(a.short_of->meets);
+
+  s.autoscale["max_replicas"] = 4;  // the plan searches it
+  EXPECT_THROW(plan(base, s), ConfigError);
+}
+
 TEST(Plan, AGpuWithoutAPriceIsAnErrorNamingItsFile) {
   nlohmann::json g = nlohmann::json::parse(
       std::ifstream(std::string(METRONOME_SOURCE_DIR) + "/scenarios/gpus/h200.json"));

@@ -5,16 +5,19 @@
 #include <gtest/gtest.h>
 
 #include "base/config_error.h"
+#include "sim/engine.h"
 #include "sim/fleet/fleet.h"
+#include "sim/fleet/fleet_aimd.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
 namespace {
 
+// With a frame deadline of 100 ms (only the fleet's AIMD reads it).
 std::unique_ptr<Gateway> gateway(const std::string& section) {
   const nlohmann::json j = nlohmann::json::parse(section);
   JsonSection s(j, "test", "fleet.gateway");
-  return gateway_policies().parse(s, "none")->make_gateway();
+  return gateway_policies().parse(s, "none")->make_gateway(0.1);
 }
 
 ReplicaView replica(int64_t queue, int64_t used) {
@@ -59,6 +62,90 @@ TEST(Gateway, TokenBucketLetsBurstPlusRateTimesTimeThrough) {
   EXPECT_EQ(r.rejected.at("token_bucket"), 460);
 }
 
+// The fleet's AIMD on hand-made readings: the worst replica (or the over_replicas quantile) is the
+// signal, AIMD's rule moves the fleet's cap, and the cap refuses calls past it over the fleet.
+TEST(Gateway, FleetAimdMovesOneCapOnTheFleetsSignal) {
+  // Deadline 100 ms: congestion above 90 ms, headroom below 80 ms.
+  const std::string aimd = R"({"type": "aimd", "initial_cap": 10, "increase": 2,
+                               "decrease_factor": 0.5)";
+  auto worst = gateway(aimd + "}");
+  auto g = dynamic_cast<FleetAimd*>(worst.get());
+  ASSERT_NE(g, nullptr);
+  std::vector<double> v = {0.010, 0.200, 0.020};
+  g->on_reading(0, v, 8);
+  EXPECT_EQ(g->cap(), 5);  // the worst replica congested: 10 x 0.5
+  v = {};
+  g->on_reading(0, v, 8);
+  EXPECT_EQ(g->cap(), 5);  // no replica holds a session: hold
+  EXPECT_EQ(g->refuse(0, replica(0, 0), 4), nullptr);
+  EXPECT_STREQ(g->refuse(0, replica(0, 0), 5), "fleet_aimd");
+
+  auto median = gateway(aimd + R"(, "over_replicas": 0.5})");
+  g = dynamic_cast<FleetAimd*>(median.get());
+  v = {0.010, 0.200, 0.020};  // nearest rank 2 of 3: 20 ms, headroom
+  g->on_reading(0, v, 8);
+  EXPECT_EQ(g->cap(), 12);
+  v = {0.010, 0.200, 0.020};
+  g->on_reading(0, v, 5);  // 2 x 5 < 12: the cap is not in use, so it does not grow
+  EXPECT_EQ(g->cap(), 12);
+  v = {0.010, 0.200};  // nearest rank 1 of 2
+  g->on_reading(0, v, 6);
+  EXPECT_EQ(g->cap(), 14);
+}
+
+// Over one replica the fleet's AIMD is the replica's own: the same measurement (the engine's
+// interval quantile), the same rule, read at the same instants. Unbounded KV, where the
+// per-replica controller's settled forecast is the measurement itself, so nothing else differs:
+// every call is admitted or refused alike, and the run is the same frame for frame.
+TEST(Gateway, FleetAimdOverOneReplicaIsTheReplicasAimd) {
+  const std::vector<std::string> sets = {
+      "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":4}",
+      "workload.duration={\"type\":\"exponential\",\"mean_s\":200}", "horizon_s=600"};
+  const Scenario own = testing::moshi(0, "unbounded", [&] {
+    auto s = sets;
+    s.push_back("admission.type=aimd");
+    return s;
+  }());
+  const RunResult single = simulate(own);
+  ASSERT_GT(single.admission.decreases, 0);  // the controller acted both ways
+  ASSERT_GT(single.admission.increases, 0);
+  ASSERT_GT(single.sessions_rejected, 0);
+
+  nlohmann::json j = to_json(testing::moshi(0, "unbounded", sets));
+  j["fleet"] = {{"groups", {{{"count", 1}}}}, {"gateway", {{"type", "aimd"}}}};
+  const FleetResult f = Fleet(parse_scenario(j, "test")).run();
+  const RunResult t = f.totals();
+  EXPECT_EQ(f.offered, single.sessions_arrived);
+  EXPECT_EQ(f.rejected.at("fleet_aimd"), single.sessions_rejected);
+  EXPECT_EQ(f.rejected_total(), single.sessions_rejected);
+  EXPECT_EQ(t.frames_served, single.frames_served);
+  EXPECT_EQ(t.frames_silent, single.frames_silent);
+  EXPECT_EQ(t.true_latency.output_percentile(0.99), single.true_latency.output_percentile(0.99));
+}
+
+// Over several replicas: each call ends placed or rejected once, the cap moves (it starts at 16
+// for the whole fleet and must grow to place more), and no byte depends on the threads.
+TEST(Gateway, FleetAimdOverAFleetCountsEveryCallOnceWhateverTheThreads) {
+  nlohmann::json j = to_json(testing::moshi(
+      0, "windowed",
+      {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":10}",
+       "workload.duration={\"type\":\"exponential\",\"mean_s\":100}", "horizon_s=300"}));
+  j["fleet"] = {{"groups", {{{"count", 4}}}},
+                {"router", {{"type", "least_sessions"}}},
+                {"gateway", {{"type", "aimd"}, {"increase", 8}}}};
+  const Scenario s = parse_scenario(j, "test");
+  const FleetResult one = Fleet(s).run(1), four = Fleet(s).run(4);
+  EXPECT_EQ(one.offered, one.placed + one.rejected_total());
+  EXPECT_GT(one.placed, 16);
+  EXPECT_GT(one.rejected.at("fleet_aimd"), 0);  // 1,000 at once wanted; the cap starts at 16
+  EXPECT_EQ(one.rejected.size(), 1u);
+  EXPECT_EQ(one.placed, four.placed);
+  EXPECT_EQ(one.totals().frames_served, four.totals().frames_served);
+  for (size_t i = 0; i < one.replicas.size(); ++i) {
+    EXPECT_EQ(one.replicas[i].run.sessions_arrived, four.replicas[i].run.sessions_arrived);
+  }
+}
+
 void expect_error(const std::string& fleet, std::vector<std::string> fragments) {
   nlohmann::json j = to_json(testing::moshi(3, "windowed"));
   j["fleet"] = nlohmann::json::parse(fleet);
@@ -90,6 +177,25 @@ TEST(FleetConfig, BadInputNamesFileAndField) {
                {"fleet.groups[1].name"});
   expect_error(R"({"groups": [{"count": 1}], "gateway": {"type": "token_bucket"}})",
                {"fleet.gateway.rate_per_s"});
+  expect_error(R"({"groups": [{"count": 1}], "gateway": {"type": "aimd", "over_replicas": 0}})",
+               {"fleet.json", "fleet.gateway.over_replicas", "(0, 1]"});
+  expect_error(R"({"groups": [{"count": 1}], "gateway": {"type": "aimd", "decrease_factor": 1}})",
+               {"fleet.json", "fleet.gateway.decrease_factor"});
+}
+
+// One controller over the fleet: replicas that run their own admission too are refused.
+TEST(FleetConfig, FleetAimdRefusesReplicasWithTheirOwnAdmission) {
+  nlohmann::json j = to_json(testing::moshi(3, "windowed", {"admission.type=aimd"}));
+  j["fleet"] = {{"groups", {{{"count", 2}}}}, {"gateway", {{"type", "aimd"}}}};
+  try {
+    parse_scenario(j, "fleet.json");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("fleet.json"), std::string::npos) << m;
+    EXPECT_NE(m.find("fleet.gateway.type"), std::string::npos) << m;
+    EXPECT_NE(m.find("their own admission.type \"aimd\""), std::string::npos) << m;
+  }
 }
 
 }  // namespace
