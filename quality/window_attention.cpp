@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "quality/exp_floats.h"
 #include "quality/workers.h"
 
 namespace metronome::quality {
@@ -73,26 +74,28 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   }
   // The rule is asked once per query and key, not once per head of the group; masked keys weigh
   // exactly 0 and are left out of the max and the sum (adding +0 to a sum that starts at +0
-  // changes no bit, so this is the sum over visible keys in the order of j).
-  std::vector<uint8_t> visible(static_cast<size_t>(nk));
+  // changes no bit, so this is the sum over visible keys in the order of j). The exps are taken
+  // for the whole row at once (exp_floats, the scalar call's bits), a masked key's of 0 and then
+  // dropped, so the loops have no branch.
+  std::vector<float> keep(static_cast<size_t>(nk));  // 1 visible, 0 masked
   for (int32_t i = 0; i < n; ++i) {
     const int64_t p = p_first + i;
     for (int64_t j = 0; j < nk; ++j)
-      visible[static_cast<size_t>(j)] = kv::key_visible(p, key_pos(j), w);
+      keep[static_cast<size_t>(j)] = kv::key_visible(p, key_pos(j), w) ? 1.f : 0.f;
     for (int32_t hh = 0; hh < group; ++hh) {
       float* row = S.row(i * group + hh).data();
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < nk; ++j) {
-        if (visible[static_cast<size_t>(j)]) mx = std::max(mx, row[j]);
+        mx = std::max(mx, keep[static_cast<size_t>(j)] != 0.f ? row[j] : mx);
       }
+      for (int64_t j = 0; j < nk; ++j) {
+        row[j] = keep[static_cast<size_t>(j)] != 0.f ? row[j] - mx : 0.f;
+      }
+      exp_floats(row, row, nk);
       double sum = 0;
       for (int64_t j = 0; j < nk; ++j) {
-        if (visible[static_cast<size_t>(j)]) {
-          row[j] = std::exp(row[j] - mx);
-          sum += row[j];
-        } else {
-          row[j] = 0.f;
-        }
+        row[j] *= keep[static_cast<size_t>(j)];
+        sum += row[j];
       }
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
