@@ -7,11 +7,11 @@
 // this library is built for (quality/CMakeLists.txt): in double,
 //   k = round(x 32 / ln 2) (by adding 1.5 2^52), r = x 32 / ln 2 - k (one fma),
 //   e^x = 2^(k / 32) 2^(r / 32) ~ T[k mod 32] 2^(k div 32) (C0 r^3 + C1 r^2 + C2 r + 1)
-// with glibc's table and coefficients, and the fma's glibc's FMA build takes; rounded to float
-// once. Every operation is exactly rounded IEEE arithmetic, so a lane gives the bits the scalar
-// call gives (tests/quality/exp_floats_test.cpp checks every 101st float below 88 in magnitude and
-// the edges). Inputs of magnitude 88 or more, infinities and NaN, which glibc sends down its
-// overflow and underflow paths, are passed to std::exp itself.
+// with glibc's coefficients, the table of 2^(i / 32) rounded to double, and the fma's glibc's FMA
+// build takes; rounded to float once. Every operation is exactly rounded IEEE arithmetic, so a lane
+// gives the bits the scalar call gives (tests/quality/exp_floats_test.cpp checks every 101st float
+// below 88 in magnitude and the edges). Inputs of magnitude 88 or more, infinities and NaN, which
+// glibc sends down its overflow and underflow paths, are passed to std::exp itself.
 #pragma once
 
 #include <cstdint>
