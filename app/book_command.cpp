@@ -1,5 +1,5 @@
 // `metronome book`: a run recorded on a real engine (scripts/vllm_live.py's folder) booked by the
-// simulator's own ledger (sim/recorded_run.h), written as `simulate --out` writes a run:
+// simulator's own ledger (sim/output/recorded_run.h), written as `simulate --out` writes a run:
 // summary.json, timeseries.csv and the resolved scenario.json. Whatever reads a simulation then
 // reads the live run by the same definitions of due, served, silent and late.
 #include <cmath>
@@ -16,10 +16,10 @@
 #include "base/output_file.h"
 #include "base/output_number.h"
 #include "calibrate/csv_table.h"
-#include "sim/first_order.h"
-#include "sim/recorded_run.h"
-#include "sim/report.h"
-#include "sim/time_series_writer.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/output/recorded_run.h"
+#include "sim/analysis/report.h"
+#include "sim/output/time_series_writer.h"
 
 namespace metronome::cli {
 

@@ -6,7 +6,7 @@
 #include "app/scenario_options.h"
 #include "base/output_number.h"
 #include "base/progress.h"
-#include "sim/capacity.h"
+#include "sim/analysis/capacity.h"
 
 namespace metronome::cli {
 

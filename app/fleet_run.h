@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::cli {
 

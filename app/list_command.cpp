@@ -12,7 +12,7 @@
 
 #include "app/commands.h"
 #include "base/json_file.h"
-#include "sim/catalog.h"
+#include "sim/config/catalog.h"
 
 namespace metronome::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "base/output_file.h"
 #include "base/progress.h"
 #include "base/version.h"
-#include "sim/report.h"
+#include "sim/analysis/report.h"
 
 namespace {
 

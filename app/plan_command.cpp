@@ -5,8 +5,8 @@
 #include "app/scenario_options.h"
 #include "base/config_error.h"
 #include "base/output_number.h"
-#include "sim/plan.h"
-#include "sim/recommend.h"
+#include "sim/analysis/plan.h"
+#include "sim/analysis/recommend.h"
 
 namespace metronome::cli {
 

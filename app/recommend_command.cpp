@@ -8,7 +8,7 @@
 #include "base/json_file.h"
 #include "base/json_section.h"
 #include "base/output_number.h"
-#include "sim/recommend.h"
+#include "sim/analysis/recommend.h"
 
 namespace metronome::cli {
 

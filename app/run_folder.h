@@ -10,8 +10,8 @@
 #include "base/output_dir.h"
 #include "base/output_file.h"
 #include "base/output_number.h"
-#include "sim/scenario.h"
-#include "sim/time_series_writer.h"
+#include "sim/config/scenario.h"
+#include "sim/output/time_series_writer.h"
 
 namespace metronome::cli {
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/config_error.h"
-#include "sim/first_order.h"
-#include "sim/recommend.h"
-#include "sim/scenario.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/analysis/recommend.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::cli {
 

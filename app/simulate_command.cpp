@@ -11,13 +11,13 @@
 #include "base/output_file.h"
 #include "base/output_number.h"
 #include "sim/cost/cost_model.h"
-#include "sim/engine.h"
-#include "sim/first_order.h"
-#include "sim/metrics_writer.h"
-#include "sim/report.h"
-#include "sim/service_rate.h"
-#include "sim/time_series_writer.h"
-#include "sim/trace_writer.h"
+#include "sim/engine/engine.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/output/metrics_writer.h"
+#include "sim/analysis/report.h"
+#include "sim/closed_form/service_rate.h"
+#include "sim/output/time_series_writer.h"
+#include "sim/output/trace_writer.h"
 
 namespace metronome::cli {
 

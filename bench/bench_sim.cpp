@@ -14,10 +14,10 @@
 #include <benchmark/benchmark.h>
 
 #include "sim/cost/cost_model.h"
-#include "sim/engine.h"
-#include "sim/first_order.h"
+#include "sim/engine/engine.h"
+#include "sim/closed_form/first_order.h"
 #include "sim/fleet/fleet.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace {
 

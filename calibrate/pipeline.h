@@ -8,8 +8,8 @@
 
 #include "calibrate/bench_json.h"
 #include "calibrate/fit.h"
-#include "sim/model.h"
-#include "sim/scenario.h"
+#include "sim/config/model.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 

@@ -11,7 +11,7 @@
 
 #include "calibrate/grid.h"
 #include "sim/cost/calibrated_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 

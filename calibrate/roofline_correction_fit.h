@@ -1,4 +1,4 @@
-// Fits the corrected roofline's fractions and overheads (sim/gpu.h RooflineCorrection) to one
+// Fits the corrected roofline's fractions and overheads (sim/config/gpu.h RooflineCorrection) to one
 // GPU's measured token-level layer times (Vidur's mlp.csv), and states the roofline's error before
 // and after, on a held-out split.
 //
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "calibrate/vidur_profile.h"
-#include "sim/gpu.h"
+#include "sim/config/gpu.h"
 
 namespace metronome::calibrate {
 

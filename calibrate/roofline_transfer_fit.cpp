@@ -9,8 +9,8 @@
 
 #include "base/config_error.h"
 #include "calibrate/fit.h"
-#include "sim/catalog.h"
-#include "sim/scenario.h"
+#include "sim/config/catalog.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 

@@ -7,8 +7,8 @@
 
 #include "calibrate/calibration_writer.h"
 #include "calibrate/pipeline.h"
-#include "sim/catalog.h"
-#include "sim/scenario.h"
+#include "sim/config/catalog.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

@@ -17,7 +17,7 @@
 #include "calibrate/fit.h"
 #include "calibrate/roofline_correction_fit.h"
 #include "calibrate/vidur_profile.h"
-#include "sim/model.h"
+#include "sim/config/model.h"
 
 namespace metronome::calibrate {
 

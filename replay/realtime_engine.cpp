@@ -11,9 +11,9 @@
 #include "base/config_error.h"
 #include "base/rng.h"
 #include "sim/admission/admission_controller.h"
-#include "sim/call_span.h"
-#include "sim/pool_sizing.h"
-#include "sim/recorded_run.h"
+#include "sim/engine/call_span.h"
+#include "sim/pool/pool_sizing.h"
+#include "sim/output/recorded_run.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
@@ -212,7 +212,7 @@ RealtimeResult RealtimeEngine::run() {
 }
 
 // Departures and arrivals up to `upto` (or strictly before it) in time order; at equal times a
-// departure goes first, as in the simulator's event queue (sim/event_queue.h).
+// departure goes first, as in the simulator's event queue (sim/engine/event_queue.h).
 void RealtimeEngine::handle_events(Time upto, bool strictly_before) {
   const auto due = [&](Time t) { return strictly_before ? t < upto : t <= upto; };
   while (true) {
@@ -485,7 +485,7 @@ Time RealtimeEngine::next_wake(Time now) const {
   return std::max(t, now + 1);
 }
 
-// Frame accounting with the simulator's definitions (sim/frame_ledger.h: FrameLedger::serve and
+// Frame accounting with the simulator's definitions (sim/engine/frame_ledger.h: FrameLedger::serve and
 // count_unserved): a frame is due if released by the horizon (or before its caller left);
 // reported latency is the latency when output came within silence_after_s, else silence_after_s
 // (the serving layer's pad); true latency is censored for frames never served.

@@ -13,11 +13,11 @@
 #include "base/output_number.h"
 #include "base/version.h"
 #include "sim/cost/cost_model.h"
-#include "sim/engine.h"
-#include "sim/latency_histogram.h"
-#include "sim/pool_sizing.h"
-#include "sim/report.h"
-#include "sim/time_series_writer.h"
+#include "sim/engine/engine.h"
+#include "sim/output/latency_histogram.h"
+#include "sim/pool/pool_sizing.h"
+#include "sim/analysis/report.h"
+#include "sim/output/time_series_writer.h"
 
 namespace metronome::replay {
 namespace {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "replay/realtime_engine.h"
-#include "sim/first_order.h"
-#include "sim/run_observer.h"
-#include "sim/run_result.h"
-#include "sim/scenario.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/output/run_observer.h"
+#include "sim/output/run_result.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::replay {
 
@@ -30,7 +30,7 @@ struct ReplayRun {
 ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::string& backend);
 
 // The measured run as the simulator's time series: state at each sample instant, and the frames of
-// the interval that ends there, with the simulator's definitions (sim/engine.cpp sample_until): a
+// the interval that ends there, with the simulator's definitions (sim/engine/engine.cpp sample_until): a
 // frame is due, and padded with silence, in the interval holding release + silence_after_s.
 std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s);
 

@@ -14,15 +14,15 @@
 #include "base/time.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/admission/admission_record.h"
-#include "sim/call_span.h"
+#include "sim/engine/call_span.h"
 #include "sim/cost/cost_model.h"
-#include "sim/frame_ledger.h"
-#include "sim/frame_rule.h"
-#include "sim/latency_histogram.h"
-#include "sim/phase_spread.h"
-#include "sim/run_result.h"
-#include "sim/scenario.h"
-#include "sim/session.h"
+#include "sim/engine/frame_ledger.h"
+#include "sim/engine/frame_rule.h"
+#include "sim/output/latency_histogram.h"
+#include "sim/admission/phase_spread.h"
+#include "sim/output/run_result.h"
+#include "sim/config/scenario.h"
+#include "sim/engine/session.h"
 
 namespace metronome {
 

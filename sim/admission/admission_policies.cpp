@@ -6,7 +6,7 @@
 #include "sim/admission/gradient.h"
 #include "sim/admission/no_admission.h"
 #include "sim/admission/static_cap.h"
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 
 namespace metronome {
 namespace {

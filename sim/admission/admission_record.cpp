@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "sim/admission/admission_controller.h"
-#include "sim/frame_ledger.h"
+#include "sim/engine/frame_ledger.h"
 
 namespace metronome {
 

@@ -1,5 +1,5 @@
 // What the admission controller did over a run, summarised the same way for a simulated run (the
-// engine keeps it at each control interval) and a recorded one (sim/recorded_run.h, from the live
+// engine keeps it at each control interval) and a recorded one (sim/output/recorded_run.h, from the live
 // driver's admission log): cap moves, the last half's caps and live sessions, N*, and the flags
 // that mark an N* that is not a schedulable concurrency (run_result.h).
 #pragma once
@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "base/time.h"
-#include "sim/run_result.h"
+#include "sim/output/run_result.h"
 
 namespace metronome {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "sim/admission/admission_policy.h"
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 
 namespace metronome {
 

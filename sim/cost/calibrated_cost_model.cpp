@@ -12,7 +12,7 @@
 #include "base/config_error.h"
 #include "base/json_file.h"
 #include "base/json_section.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 

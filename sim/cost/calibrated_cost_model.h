@@ -34,7 +34,7 @@
 
 #include "sim/cost/cost_model.h"
 #include "sim/cost/layer_ops.h"
-#include "sim/model.h"
+#include "sim/config/model.h"
 
 namespace metronome {
 

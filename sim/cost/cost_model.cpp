@@ -10,7 +10,7 @@
 #include "sim/cost/cost_models.h"
 #include "sim/cost/step_time.h"
 #include "sim/cost/tensor_parallel_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 void choose_cost_model(Scenario& s) {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/model.h"
+#include "sim/config/model.h"
 
 namespace metronome {
 

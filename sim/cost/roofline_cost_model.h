@@ -3,8 +3,8 @@
 #pragma once
 
 #include "sim/cost/cost_model.h"
-#include "sim/gpu.h"
-#include "sim/model.h"
+#include "sim/config/gpu.h"
+#include "sim/config/model.h"
 
 namespace metronome {
 

@@ -1,4 +1,4 @@
-// One op's time under the shape-aware roofline (sim/gpu.h ShapeAwareCorrection): the rule the
+// One op's time under the shape-aware roofline (sim/config/gpu.h ShapeAwareCorrection): the rule the
 // cost model prices passes with and the fit (calibrate/roofline_transfer_fit.h) fits, written once.
 // The time is linear in the nine coefficients: the dot product of the coefficients with the op's
 // terms, so the fit's features and the simulator's price cannot drift apart.
@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "sim/cost/layer_ops.h"
-#include "sim/gpu.h"
+#include "sim/config/gpu.h"
 
 namespace metronome {
 

@@ -18,8 +18,8 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/layer_ops.h"
 #include "sim/cost/shape_aware_op_time.h"
-#include "sim/gpu.h"
-#include "sim/model.h"
+#include "sim/config/gpu.h"
+#include "sim/config/model.h"
 
 namespace metronome {
 

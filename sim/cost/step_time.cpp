@@ -10,8 +10,8 @@
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/roofline_cost_model.h"
-#include "sim/pool_sizing.h"
-#include "sim/scenario.h"
+#include "sim/pool/pool_sizing.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 namespace {

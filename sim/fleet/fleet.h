@@ -5,7 +5,7 @@
 // the calls the single engine would. Each replica is an unchanged Engine told to take placed
 // arrivals (Engine::place_arrivals). For each call, in time order:
 //   1. every replica handles its events before the call's instant, and those at the instant that
-//      come before an arrival (Engine::advance(t, true)): the event order of sim/event_queue.h
+//      come before an arrival (Engine::advance(t, true)): the event order of sim/engine/event_queue.h
 //      holds across the fleet, and no replica starts a step at t before the call is placed;
 //   2. the router chooses a replica from each replica's gauges at t (ReplicaView);
 //   3. the gateway may refuse the call (a reason); else the replica admits it or its own
@@ -35,11 +35,11 @@
 #include "base/progress.h"
 #include "base/rng.h"
 #include "sim/cost/cost_model.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/fleet/fleet_result.h"
-#include "sim/pool_sizing.h"
-#include "sim/run_observer.h"
+#include "sim/pool/pool_sizing.h"
+#include "sim/output/run_observer.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 

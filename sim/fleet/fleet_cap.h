@@ -2,7 +2,7 @@
 // past it is refused ("fleet_cap"), wherever the router would have put it.
 #pragma once
 
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 #include "sim/fleet/gateway.h"
 
 namespace metronome {

@@ -24,7 +24,7 @@
 #include "sim/fleet/autoscale.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sim/fleet/fleet_result.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 

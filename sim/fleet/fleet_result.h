@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/run_result.h"
+#include "sim/output/run_result.h"
 
 namespace metronome {
 

@@ -5,7 +5,7 @@
 // long before latency moves; with windowed KV it settles at the windows' bound.
 #pragma once
 
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 #include "sim/fleet/gateway.h"
 
 namespace metronome {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 #include "sim/fleet/gateway.h"
 
 namespace metronome {

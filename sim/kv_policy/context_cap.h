@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 #include "sim/kv_policy/kv_policy.h"
 
 namespace metronome {

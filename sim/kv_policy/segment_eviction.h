@@ -15,7 +15,7 @@
 #include <numeric>
 #include <string>
 
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 #include "sim/kv_policy/kv_policy.h"
 
 namespace metronome {

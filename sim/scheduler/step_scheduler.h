@@ -1,6 +1,6 @@
 // How an engine's steps are made: which queued frames a step serves, what it costs, and what
-// becomes of its frames when it ends. The engine (sim/engine.h) owns the clock, admission and the
-// sessions' slots (sim/engine_core.h) and knows no scheduler's rules; engine.scheduler names one
+// becomes of its frames when it ends. The engine (sim/engine/engine.h) owns the clock, admission and the
+// sessions' slots (sim/engine/engine_core.h) and knows no scheduler's rules; engine.scheduler names one
 // of the registered schedulers (step_schedulers.cpp): "frame", Metronome's frame scheduler
 // (frame_scheduler.h), or "vllm_v1", vLLM V1's iterations (vllm_v1.h).
 #pragma once
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/time.h"
-#include "sim/engine_core.h"
+#include "sim/engine/engine_core.h"
 
 namespace metronome {
 
@@ -43,7 +43,7 @@ struct StepSchedulerKind {
   std::string name;  // engine.scheduler
   // Blocks of the pool the scheduler keeps out of use (vLLM's null block).
   int64_t reserved_blocks = 0;
-  // Whether the admission controller's settled forecast (sim/settled_forecast.h), a replay of the
+  // Whether the admission controller's settled forecast (sim/admission/settled_forecast.h), a replay of the
   // frame scheduler's periodic regime, models this scheduler.
   bool periodic_forecast = false;
   std::function<std::unique_ptr<StepScheduler>(EngineCore&)> make;

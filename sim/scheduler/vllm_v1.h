@@ -1,10 +1,10 @@
-// engine.scheduler "vllm_v1": each step is one of vLLM V1's iterations (sim/vllm_scheduler.h),
+// engine.scheduler "vllm_v1": each step is one of vLLM V1's iterations (sim/vllm/vllm_scheduler.h),
 // whose scheduler owns the blocks of the engine's pool. Frames released by a step's start join
 // vLLM's queues first, in release order, as requests reach vLLM before its next schedule().
 #pragma once
 
 #include "sim/scheduler/step_scheduler.h"
-#include "sim/vllm_scheduler.h"
+#include "sim/vllm/vllm_scheduler.h"
 
 namespace metronome {
 

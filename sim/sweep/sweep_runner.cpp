@@ -24,9 +24,9 @@
 #include "base/version.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
-#include "sim/engine.h"
-#include "sim/first_order.h"
-#include "sim/report.h"
+#include "sim/engine/engine.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/analysis/report.h"
 #include "sim/sweep/wilson.h"
 
 namespace metronome {

@@ -1,7 +1,7 @@
 #include "sim/workload/arrivals.h"
 
-#include "sim/config_limits.h"
-#include "sim/scenario.h"
+#include "sim/config/config_limits.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 

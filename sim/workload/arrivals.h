@@ -43,7 +43,7 @@ class ArrivalPolicy {
   // Callers live at once when every call lasts call_s: what the pool is asked to hold.
   virtual double live_callers(double call_s) const = 0;
   // Empty, or "field: why" when a run to horizon_s would bring more than kMaxCallers
-  // (sim/config_limits.h) callers.
+  // (sim/config/config_limits.h) callers.
   virtual std::string check_size(double horizon_s) const = 0;
 };
 
@@ -55,7 +55,7 @@ std::string check_sessions_size(int64_t sessions);
 // The registry of arrival policies (sim/workload/arrival_policies.cpp); tests may add to it.
 PolicyRegistry<ArrivalPolicy>& arrival_policies();
 
-struct ArrivalConfig;  // sim/scenario.h
+struct ArrivalConfig;  // sim/config/scenario.h
 std::unique_ptr<ArrivalProcess> make_arrival_process(const ArrivalConfig& c);
 
 }  // namespace metronome

@@ -1,6 +1,6 @@
 #include "sim/workload/durations.h"
 
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 

@@ -45,7 +45,7 @@ double parse_call_seconds(JsonSection& d, std::string_view key);
 // The registry of duration policies (sim/workload/duration_policies.cpp); tests may add to it.
 PolicyRegistry<DurationPolicy>& duration_policies();
 
-struct DurationConfig;  // sim/scenario.h
+struct DurationConfig;  // sim/config/scenario.h
 std::unique_ptr<DurationDistribution> make_duration_distribution(const DurationConfig& c);
 
 }  // namespace metronome

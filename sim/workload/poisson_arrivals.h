@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 #include "sim/workload/arrivals.h"
 
 namespace metronome {

@@ -12,7 +12,7 @@
 
 #include "base/config_error.h"
 #include "base/time.h"
-#include "sim/config_limits.h"
+#include "sim/config/config_limits.h"
 
 namespace metronome {
 namespace {

@@ -13,7 +13,7 @@
 #include "calibrate/step_shape.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

@@ -11,7 +11,7 @@
 #include "calibrate/fit.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/shape_aware_roofline_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

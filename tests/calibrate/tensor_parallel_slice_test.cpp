@@ -12,7 +12,7 @@
 #include "calibrate/vidur_profile.h"
 #include "sim/cost/layer_ops.h"
 #include "sim/cost/tensor_parallel_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

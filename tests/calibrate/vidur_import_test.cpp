@@ -19,7 +19,7 @@
 #include "calibrate/vidur_profile.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

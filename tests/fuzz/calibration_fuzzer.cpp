@@ -12,7 +12,7 @@
 #include "calibrate/report.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/step_time.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace metronome;

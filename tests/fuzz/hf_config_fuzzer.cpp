@@ -1,4 +1,4 @@
-// libFuzzer target over the HuggingFace config.json reader (sim/hf_config.h): the input is a
+// libFuzzer target over the HuggingFace config.json reader (sim/config/hf_config.h): the input is a
 // config.json text, read as `model=hf:` reads one (flat, text_config, an omni model's
 // thinker_config.text_config), then loaded as the default scenario's model and its pool sized and
 // predicted. Any outcome but success or a ConfigError is a finding.
@@ -8,9 +8,9 @@
 
 #include "base/config_error.h"
 #include "base/json_file.h"
-#include "sim/first_order.h"
-#include "sim/hf_config.h"
-#include "sim/scenario.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/config/hf_config.h"
+#include "sim/config/scenario.h"
 
 using namespace metronome;
 

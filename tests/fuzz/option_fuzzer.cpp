@@ -14,7 +14,7 @@
 #include "app/commands.h"
 #include "app/option_checks.h"
 #include "base/config_error.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace metronome;

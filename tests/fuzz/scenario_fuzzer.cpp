@@ -11,9 +11,9 @@
 
 #include "base/config_error.h"
 #include "base/json_file.h"
-#include "sim/engine.h"
-#include "sim/first_order.h"
-#include "sim/scenario.h"
+#include "sim/engine/engine.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/config/scenario.h"
 
 using namespace metronome;
 

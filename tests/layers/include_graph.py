@@ -12,6 +12,20 @@ only itself and the layers below.
     bench/                       the simulator's benchmarks, on core/, base/ and sim/
     app/                         the executable, on top of everything
 
+Inside sim/ every file lives in a room, none at its root:
+
+    config/ pool/ output/ policy/    the scenario and its catalog; block counting and pool sizing;
+                                     run results and their writers; the policy registry
+    admission/ cost/ exhaustion/     the policies, each kind behind one interface (admission also
+                                     its gate: controller, forecast, memory guard, joins)
+    kv_policy/ workload/
+    closed_form/                     the first-order t_sat and the service-rate bounds
+    engine/ scheduler/ vllm/         the engine core, its step schedulers (the frame scheduler, vLLM
+                                     V1's) and vLLM's model: they know no fleet, sweep or analysis
+                                     built on them
+    analysis/ sweep/ fleet/          capacity, recommend, plan, the report; sweeps;
+                                     fleets of engines
+
 and the half of calibrate/ that the device machine builds standalone (no simulator, none of the
 base library's packages there) includes neither sim/ nor base/. A Python file in a layer reaches
 another folder's modules by putting it on sys.path (sys.path.insert(0, os.path.join(..., "core")));
@@ -41,6 +55,11 @@ ALLOWED = {
 DEVICE_HALF = {"grid", "bench_model", "cpu_step", "benchmarks", "gpu_benchmarks", "bench_main"}
 DEVICE_FORBIDS = {"sim", "base"}
 SOURCES = {".h", ".cpp", ".cu", ".cuh"}
+SIM_ROOMS = {"config", "pool", "output", "policy", "admission", "cost", "exhaustion", "kv_policy",
+             "workload", "closed_form", "engine", "scheduler", "vllm", "analysis", "sweep", "fleet"}
+ENGINE_ROOMS = {"engine", "scheduler", "vllm"}
+ABOVE_ENGINE = {"analysis", "sweep", "fleet"}
+SIM_INCLUDE = re.compile(r'^\s*#\s*include\s+"sim/([A-Za-z0-9_.]+)(/?)')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/')
 SYS_PATH = re.compile(r"sys\.path\.(?:insert|append)\(")
 QUOTED = re.compile(r'["\']([A-Za-z0-9_]+)["\']')
@@ -65,8 +84,35 @@ def python_arrows(text):
             yield line, name
 
 
-def violations(root):
+def sim_room_violations(root):
+    """A sim/ file outside the rooms, an include of a room that is not one, and the engine's rooms
+    reaching what is built on them."""
     found = []
+    sim = root / "sim"
+    for path in sorted(sim.rglob("*")):
+        if not path.is_file() or path.suffix not in SOURCES:
+            continue
+        rel = path.relative_to(sim)
+        room = rel.parts[0] if len(rel.parts) > 1 else None
+        if room not in SIM_ROOMS:
+            found.append(f"{path.relative_to(root)}: sim/ files live in a room "
+                         f"({', '.join(sorted(SIM_ROOMS))})")
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            m = SIM_INCLUDE.match(line)
+            if not m or m.group(1) == "embedded_scenarios.h":  # generated at build time
+                continue
+            target = m.group(1)
+            if not m.group(2) or target not in SIM_ROOMS:
+                found.append(f"{path.relative_to(root)}:{n}: includes sim/{target}, not in a room")
+            elif room in ENGINE_ROOMS and target in ABOVE_ENGINE:
+                found.append(f"{path.relative_to(root)}:{n}: sim/{room}/ reaches sim/{target}/, "
+                             f"which is built on the engine")
+    return found
+
+
+def violations(root):
+    found = sim_room_violations(root) if (root / "sim").is_dir() else []
     for layer, allowed in ALLOWED.items():
         for path in sorted((root / layer).rglob("*")):
             if not path.is_file():
@@ -93,25 +139,31 @@ def self_test():
         root = pathlib.Path(tmp)
         for layer in ALLOWED:
             (root / layer).mkdir()
+        for room in ("config", "engine", "fleet"):
+            (root / "sim" / room).mkdir()
         (root / "kernels" / "bench").mkdir()
         planted = {
-            "sim/scenario.h": '#include "kernels/kv_window.h"',
-            "sim/engine.cpp": '  #  include "app/commands.h"',
+            "sim/config/scenario.h": '#include "kernels/kv_window.h"',
+            "sim/engine/engine.cpp": '  #  include "app/commands.h"',
+            "sim/engine/session.h": '#include "sim/fleet/fleet.h"',
+            "sim/loose.h": '#include "core/kv_window.h"',
+            "sim/config/gpu.h": '#include "sim/scenario_parts.h"',
             "core/rule.h": '#include "sim/time.h"',
             "base/rng.h": '#include "core/kv_window.h"',
             "kernels/block_table.h": '#include "replay/clock.h"',
-            "calibrate/cpu_step.cpp": '#include "sim/model.h"',
+            "calibrate/cpu_step.cpp": '#include "sim/config/model.h"',
             "calibrate/grid.cpp": '#include "base/json_file.h"',
-            "quality/quality_run.cpp": '#include "sim/report.h"',
+            "quality/quality_run.cpp": '#include "sim/analysis/report.h"',
             "bench/bench_sim.cpp": '#include "replay/replay.h"',
             "kernels/bench/compare.py": 'import os, sys\nsys.path.insert(0, os.path.join(\n    HERE, "..", "..", "calibrate", "torch"))',
         }
         fine = {
-            "sim/ok.h": '#include "core/kv_window.h"\n#include "base/time.h"\n#include <vector>\n#include "local.h"',
-            "calibrate/pipeline.cpp": '#include "sim/model.h"',
+            "sim/config/ok.h": '#include "core/kv_window.h"\n#include "base/time.h"\n#include <vector>\n#include "local.h"',
+            "sim/fleet/ok.h": '#include "sim/engine/engine.h"\n#include "sim/embedded_scenarios.h"',
+            "calibrate/pipeline.cpp": '#include "sim/config/model.h"',
             "quality/gguf_file.cpp": '#include "base/json_file.h"',
             "app/main.cpp": '#include "quality/quality_run.h"',
-            "bench/ok.cpp": '#include "sim/engine.h"',
+            "bench/ok.cpp": '#include "sim/engine/engine.h"',
             "calibrate/torch_bench.py": 'sys.path.insert(0, os.path.join(ROOT, "core"))',
         }
         for name, text in {**planted, **fine}.items():

@@ -8,8 +8,8 @@
 
 #include "base/config_error.h"
 #include "replay/replay.h"
-#include "sim/engine.h"
-#include "sim/pool_sizing.h"
+#include "sim/engine/engine.h"
+#include "sim/pool/pool_sizing.h"
 #include "tests/replay/fake.h"
 
 namespace metronome::replay {

@@ -6,8 +6,8 @@
 
 #include <stdexcept>
 
-#include "sim/engine_core.h"
-#include "sim/pool_sizing.h"
+#include "sim/engine/engine_core.h"
+#include "sim/pool/pool_sizing.h"
 #include "sim/scheduler/step_scheduler.h"
 #include "tests/sim/test_scenarios.h"
 

@@ -1,4 +1,4 @@
-#include "sim/block_counter.h"
+#include "sim/pool/block_counter.h"
 
 #include <gtest/gtest.h>
 

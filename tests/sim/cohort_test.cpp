@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/rng.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "tests/sim/run_recorder.h"
 #include "tests/sim/test_scenarios.h"
 

@@ -1,11 +1,11 @@
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "sim/first_order.h"
-#include "sim/report.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/analysis/report.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

@@ -2,7 +2,7 @@
 // from its sums (settled callers by their contexts alone) equals adding each caller's passes, bit
 // for bit; and a caller walked frame by frame takes and frees exactly the blocks the general
 // counts give, before and after its context settles.
-#include "sim/frame_rule.h"
+#include "sim/engine/frame_rule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Bring your own model: HuggingFace config.json files as published (tests/sim/hf_configs/, values
 // copied from each checkpoint's config.json) give the parameter counts their model cards state
-// and the pool sizes worked out by hand from the sizing rule in sim/pool_sizing.h.
-#include "sim/hf_config.h"
+// and the pool sizes worked out by hand from the sizing rule in sim/pool/pool_sizing.h.
+#include "sim/config/hf_config.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "base/config_error.h"
-#include "sim/pool_sizing.h"
-#include "sim/scenario.h"
+#include "sim/pool/pool_sizing.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 namespace {

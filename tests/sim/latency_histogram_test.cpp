@@ -1,4 +1,4 @@
-#include "sim/latency_histogram.h"
+#include "sim/output/latency_histogram.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "base/rng.h"
 #include "base/time.h"
-#include "sim/frame_ledger.h"
+#include "sim/engine/frame_ledger.h"
 
 namespace metronome {
 

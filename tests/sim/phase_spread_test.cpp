@@ -1,16 +1,16 @@
-// Phase-aware joining (sim/phase_spread.h): new callers take slots of the period in bit-reversed
+// Phase-aware joining (sim/admission/phase_spread.h): new callers take slots of the period in bit-reversed
 // order, so 2^k callers are exactly evenly spread and any n within a factor of two, and a departure
 // gives its slot back first.
 // In the engine, callers all arriving at once and spread this way run exactly as callers arriving
 // at those phases do.
-#include "sim/phase_spread.h"
+#include "sim/admission/phase_spread.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "test_scenarios.h"
 
 namespace metronome {

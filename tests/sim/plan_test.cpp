@@ -1,7 +1,7 @@
 // `metronome plan`: the answer is the cheapest candidate that meets the tests, its replica count
 // is the fewest (checked by running the fleets it names), the search is deterministic over
 // threads, and a GPU without a price or a candidate under the quality floor is refused or skipped.
-#include "sim/plan.h"
+#include "sim/analysis/plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The ready queue against a sorted reference: whatever mix of in-order and early tickets goes in,
 // tickets come out in service order (earlier()), whether popped one at a time or taken as the
 // ring's front run (the bulk path), also while early tickets wait in the heap.
-#include "sim/ready_queue.h"
+#include "sim/engine/ready_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // recommend: the best (W, S) is the eligible cell serving the most sessions, the quality floor and
 // flagged runs exclude cells, and the answer does not depend on the thread count.
-#include "sim/recommend.h"
+#include "sim/analysis/recommend.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "base/config_error.h"
-#include "sim/pool_sizing.h"
+#include "sim/pool/pool_sizing.h"
 #include "tests/sim/expect_error.h"
 
 namespace metronome {

@@ -1,13 +1,13 @@
 // The service-rate check against the simulator: where the engine cannot serve a period's frames
 // within the period, the first-order t_sat is early and the service-limited estimate is not.
-#include "sim/service_rate.h"
+#include "sim/closed_form/service_rate.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "sim/capacity.h"
-#include "sim/engine.h"
+#include "sim/analysis/capacity.h"
+#include "sim/engine/engine.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

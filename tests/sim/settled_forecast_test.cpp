@@ -1,7 +1,7 @@
-// The controller's periodic-regime forecast (sim/settled_forecast.h) against closed forms: with a
+// The controller's periodic-regime forecast (sim/admission/settled_forecast.h) against closed forms: with a
 // fixed step cost every latency is a whole number of steps after a release, and with a cost that
 // grows with attention, settled contexts must cost more than fresh ones.
-#include "sim/settled_forecast.h"
+#include "sim/admission/settled_forecast.h"
 
 #include <gtest/gtest.h>
 

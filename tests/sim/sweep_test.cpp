@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "base/config_error.h"
-#include "sim/capacity.h"
+#include "sim/analysis/capacity.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/sweep/wilson.h"
 #include "test_scenarios.h"

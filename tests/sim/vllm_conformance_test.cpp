@@ -10,8 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "sim/engine.h"
-#include "sim/vllm_scheduler.h"
+#include "sim/engine/engine.h"
+#include "sim/vllm/vllm_scheduler.h"
 
 namespace metronome {
 namespace {

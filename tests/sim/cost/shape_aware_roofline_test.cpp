@@ -5,7 +5,7 @@
 
 #include "base/config_error.h"
 #include "sim/cost/shape_aware_roofline_cost_model.h"
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 
 namespace metronome {
 namespace {

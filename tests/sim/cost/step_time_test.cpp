@@ -12,7 +12,7 @@
 
 #include "base/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "sim/fleet/fleet_report.h"
-#include "sim/report.h"
+#include "sim/analysis/report.h"
 #include "tests/sim/run_recorder.h"
 #include "tests/sim/test_scenarios.h"
 

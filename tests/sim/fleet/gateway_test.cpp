@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "base/config_error.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "sim/fleet/fleet.h"
 #include "sim/fleet/fleet_aimd.h"
 #include "tests/sim/test_scenarios.h"

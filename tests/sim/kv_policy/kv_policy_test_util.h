@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/engine.h"
-#include "sim/run_observer.h"
+#include "sim/engine/engine.h"
+#include "sim/output/run_observer.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome::testing {

@@ -10,7 +10,7 @@
 #include "base/config_error.h"
 #include "sim/kv_policy/kv_rule.h"
 #include "sim/kv_policy/periodic_reset.h"
-#include "sim/pool_sizing.h"
+#include "sim/pool/pool_sizing.h"
 #include "tests/sim/kv_policy/kv_policy_test_util.h"
 
 namespace metronome {

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/scenario.h"
+#include "sim/config/scenario.h"
 #include "sim/workload/durations.h"
 #include "tests/sim/expect_error.h"
 #include "tests/sim/test_scenarios.h"

@@ -8,9 +8,9 @@
 
 #include "base/config_error.h"
 #include "sim/cost/cost_model.h"
-#include "sim/engine.h"
-#include "sim/pool_sizing.h"
-#include "sim/scenario.h"
+#include "sim/engine/engine.h"
+#include "sim/pool/pool_sizing.h"
+#include "sim/config/scenario.h"
 #include "tests/sim/expect_error.h"
 
 namespace metronome {

@@ -1,0 +1,349 @@
+#include "sim/analysis/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "base/config_error.h"
+#include "base/parallel_for.h"
+#include "base/progress.h"
+#include "base/version.h"
+#include "sim/fleet/fleet.h"
+#include "sim/pool/pool_sizing.h"
+
+namespace metronome {
+namespace {
+
+using nlohmann::json;
+
+// The autoscale section a fleet of at most `replicas` runs: the spec's, its floor within reach.
+json autoscale_section(const PlanSpec& spec, int64_t replicas) {
+  json a = spec.autoscale;
+  a["min_replicas"] = std::min<int64_t>(a.value("min_replicas", int64_t{1}), replicas);
+  a["max_replicas"] = replicas;
+  return a;
+}
+
+// The candidate's scenario: the base with its GPU, degree and window, and a fleet of `replicas`
+// (none for 0).
+Scenario candidate_scenario(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
+                            int64_t replicas) {
+  json j = to_json(base);
+  j.erase("fleet");
+  apply_set(j, "gpu=" + c.gpu, "");
+  // A cost model the base left to "auto" is chosen again for each GPU (its best).
+  if (!base.cost_model.chosen.empty()) {
+    j["cost_model"]["type"] = "auto";
+    j["cost_model"].erase("file");
+  }
+  j["engine"]["tensor_parallel"] = c.tensor_parallel;
+  j["kv_policy"] = {{"type", "windowed"}, {"window_tokens", c.window}, {"sink_tokens", c.sinks}};
+  if (replicas > 0) {
+    const json a = c.autoscaled ? autoscale_section(spec, replicas) : json(nullptr);
+    const int64_t count = c.autoscaled ? a["min_replicas"].get<int64_t>() : replicas;
+    j["fleet"] = {{"groups", json::array({{{"name", "plan"}, {"count", count}}})},
+                  {"router", {{"type", "least_sessions"}}},
+                  {"gateway", {{"type", "none"}}}};
+    if (c.autoscaled) j["fleet"]["autoscale"] = a;
+  }
+  return parse_scenario(j, fmt::format("plan {} tp {} W {} S {}{}", c.gpu, c.tensor_parallel,
+                                       c.window, c.sinks, c.autoscaled ? " autoscaled" : ""));
+}
+
+PlanFleet run_fleet(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
+                    int64_t replicas) {
+  const Scenario s = candidate_scenario(base, spec, c, replicas);
+  const FleetResult r = Fleet(s).run();
+  const RunResult t = r.totals();
+  PlanFleet f;
+  f.replicas = replicas;
+  f.calls_offered = r.offered;
+  f.calls_rejected = r.rejected_total();
+  for (const auto& o : r.replicas) f.replicas_stalled += o.run.first_stall_s ? 1 : 0;
+  const double p99 = t.true_latency.output_percentile(0.99);
+  f.true_p99_ms = std::isfinite(p99) ? p99 * 1e3 : std::numeric_limits<double>::infinity();
+  f.silent_fraction = t.frames_due > 0
+                          ? static_cast<double>(t.frames_silent) / static_cast<double>(t.frames_due)
+                          : 0;
+  f.call_hours = static_cast<double>(t.frames_due) * s.workload.frame_period_s / 3600;
+  f.hours = s.horizon_s / 3600;
+  f.gpu_hours = r.gpu_seconds() / 3600;
+  const double deadline_ms = s.workload.deadline() * 1e3;
+  if (f.replicas_stalled > 0) {
+    f.why_not = fmt::format("{} of {} replicas stalled", f.replicas_stalled, replicas);
+  } else if (f.calls_rejected > 0) {
+    f.why_not = fmt::format("{} calls turned away", f.calls_rejected);
+  } else if (!(f.true_p99_ms <= deadline_ms)) {
+    f.why_not = std::isfinite(f.true_p99_ms)
+                    ? fmt::format("true p99 {:.1f} ms over the {:.1f} ms deadline", f.true_p99_ms,
+                                  deadline_ms)
+                    : std::string("frames never served (true p99 censored)");
+  }
+  f.meets = f.why_not.empty();
+  return f;
+}
+
+// The fewest replicas in [1, max] that meet the tests: doubling from 1 until a fleet meets them
+// (or max fails), then bisection between the last count that failed and the first that met; the
+// count below the answer is kept. From below because small fleets are the cheap runs: each call
+// brings every replica up to its instant, so a run costs about calls x replicas, and the counts
+// tried stay under twice the answer instead of starting at max.
+void search(const Scenario& base, const PlanSpec& spec, PlanCandidate& c) {
+  int64_t lo = 0, hi = 0;  // lo fails (0: nothing), hi meets
+  std::optional<PlanFleet> at_lo, at_hi;
+  for (int64_t n = 1; !at_hi; n = std::min(2 * n, spec.max_replicas)) {
+    PlanFleet f = run_fleet(base, spec, c, n);
+    ++c.runs;
+    if (f.meets) {
+      hi = n;
+      at_hi = std::move(f);
+    } else {
+      lo = n;
+      at_lo = std::move(f);
+      if (n == spec.max_replicas) {
+        c.short_of = std::move(at_lo);
+        return;
+      }
+    }
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    PlanFleet f = run_fleet(base, spec, c, mid);
+    ++c.runs;
+    if (f.meets) {
+      hi = mid;
+      at_hi = std::move(f);
+    } else {
+      lo = mid;
+      at_lo = std::move(f);
+    }
+  }
+  c.best = at_hi;
+  c.short_of = at_lo;
+}
+
+std::string quality_skip(const PlanSpec& spec, PlanCandidate& c) {
+  for (const auto& [ws, r] : spec.ppl_ratio) {
+    if (ws.first == c.window && ws.second == c.sinks) c.ppl_ratio = r;
+  }
+  if (!spec.max_ppl_ratio) return "";
+  if (!c.ppl_ratio) return fmt::format("no measured perplexity for W {} S {}", c.window, c.sinks);
+  if (*c.ppl_ratio > *spec.max_ppl_ratio) {
+    return fmt::format("perplexity ratio {:.3f} over the floor {:.3f}", *c.ppl_ratio,
+                       *spec.max_ppl_ratio);
+  }
+  return "";
+}
+
+json fleet_json(const std::optional<PlanFleet>& f) {
+  if (!f) return nullptr;
+  return {{"replicas", f->replicas},
+          {"meets", f->meets},
+          {"why_not", f->why_not.empty() ? json(nullptr) : json(f->why_not)},
+          {"true_p99_ms", std::isfinite(f->true_p99_ms) ? json(f->true_p99_ms) : json(nullptr)},
+          {"silent_fraction", f->silent_fraction},
+          {"calls_offered", f->calls_offered},
+          {"calls_rejected", f->calls_rejected},
+          {"replicas_stalled", f->replicas_stalled},
+          {"call_hours", f->call_hours},
+          {"gpu_hours", f->gpu_hours}};
+}
+
+}  // namespace
+
+double PlanCandidate::cost_per_hour() const {
+  if (!best) return 0;
+  if (autoscaled) return best->gpu_hours / best->hours * price_per_gpu_hour;
+  return static_cast<double>(best->replicas * tensor_parallel) * price_per_gpu_hour;
+}
+
+double PlanCandidate::cost_per_call_hour() const {
+  if (!best || !(best->call_hours > 0)) return 0;
+  return cost_per_hour() * best->hours / best->call_hours;
+}
+
+Plan plan(const Scenario& base, const PlanSpec& spec) {
+  if (base.engine.num_blocks) {
+    throw ConfigError(base.source +
+                      ": engine.num_gpu_blocks: plan sizes each candidate's pool from its GPU and "
+                      "degree; expected none (remove it)");
+  }
+  if (!spec.autoscale.is_null()) {
+    // The section is the user's: an error in it is theirs, not a reason to skip a candidate.
+    if (!spec.autoscale.is_object() || spec.autoscale.contains("max_replicas")) {
+      throw ConfigError(
+          "--autoscale: expected a fleet.autoscale object without max_replicas (plan searches "
+          "it), e.g. {\"signal\": \"kv_usage\", \"scale_up_above\": 0.6, "
+          "\"scale_down_below\": 0.3, \"startup_s\": 120}");
+    }
+    json j = to_json(base);
+    j["fleet"] = {{"groups", json::array({{{"count", 1}}})},
+                  {"autoscale", autoscale_section(spec, spec.max_replicas)}};
+    (void)parse_scenario(j, "plan --autoscale");
+  }
+  Plan out;
+  for (const auto& gpu : spec.gpus) {
+    for (int64_t k : spec.tensor_parallel) {
+      for (int64_t w : spec.windows) {
+        for (int64_t s : spec.sinks) {
+          PlanCandidate c;
+          c.gpu = gpu;
+          c.tensor_parallel = k;
+          c.window = w;
+          c.sinks = s;
+          out.candidates.push_back(c);
+          if (!spec.autoscale.is_null()) {
+            c.autoscaled = true;
+            out.candidates.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  // Load each candidate once here (one thread): a GPU without a price is an error for the whole
+  // plan; a degree or window the scenario refuses is a reason to skip that candidate.
+  for (PlanCandidate& c : out.candidates) {
+    c.skipped = quality_skip(spec, c);
+    if (!c.skipped.empty()) continue;
+    try {
+      const Scenario one = candidate_scenario(base, spec, c, 0);
+      if (!one.gpu.price_per_gpu_hour) {
+        throw ConfigError(fmt::format(
+            "{}: price_per_gpu_hour: expected the price of one GPU-hour (metronome plan ranks "
+            "fleets by it); GPU {}'s description states none",
+            one.gpu.loaded_from.empty() ? "gpu " + one.gpu.name : one.gpu.loaded_from,
+            one.gpu.name));
+      }
+      c.price_per_gpu_hour = *one.gpu.price_per_gpu_hour;
+      (void)size_pool(one);
+      (void)make_cost_model(one);
+    } catch (const ConfigError& e) {
+      if (std::string(e.what()).find("price_per_gpu_hour") != std::string::npos) throw;
+      c.skipped = e.what();
+    }
+  }
+  // One task per candidate; each result lands in its own slot, so no byte depends on -j.
+  const size_t n = out.candidates.size();
+  const auto progress =
+      spec.progress ? stderr_progress("plan", static_cast<int64_t>(n), "candidates") : nullptr;
+  parallel_for(n, spec.jobs, [&](size_t i) {
+    PlanCandidate& c = out.candidates[i];
+    if (c.skipped.empty()) search(base, spec, c);
+    if (progress) progress->add();
+  });
+  if (progress) progress->finish();
+  // Those that meet the tests, cheapest first (fewer GPUs, then the order given, among equals);
+  // then the rest in the order given.
+  std::stable_sort(out.candidates.begin(), out.candidates.end(),
+                   [](const PlanCandidate& a, const PlanCandidate& b) {
+                     if (a.best.has_value() != b.best.has_value()) return a.best.has_value();
+                     if (!a.best) return false;
+                     if (a.cost_per_hour() != b.cost_per_hour()) {
+                       return a.cost_per_hour() < b.cost_per_hour();
+                     }
+                     return a.best->replicas * a.tensor_parallel <
+                            b.best->replicas * b.tensor_parallel;
+                   });
+  if (!out.candidates.empty() && out.candidates.front().best) out.best = 0;
+  return out;
+}
+
+json plan_json(const Scenario& base, const PlanSpec& spec, const Plan& p) {
+  json rows = json::array();
+  for (const auto& c : p.candidates) {
+    rows.push_back({{"gpu", c.gpu},
+                    {"tensor_parallel", c.tensor_parallel},
+                    {"window_tokens", c.window},
+                    {"sink_tokens", c.sinks},
+                    {"autoscaled", c.autoscaled},
+                    {"price_per_gpu_hour", c.price_per_gpu_hour},
+                    {"ppl_ratio", c.ppl_ratio ? json(*c.ppl_ratio) : json(nullptr)},
+                    {"skipped", c.skipped.empty() ? json(nullptr) : json(c.skipped)},
+                    {"fleet", fleet_json(c.best)},
+                    {"one_fewer", fleet_json(c.short_of)},
+                    {"gpus", c.best ? json(c.best->replicas * c.tensor_parallel) : json(nullptr)},
+                    {"cost_per_hour", c.best ? json(c.cost_per_hour()) : json(nullptr)},
+                    {"cost_per_call_hour", c.best ? json(c.cost_per_call_hour()) : json(nullptr)},
+                    {"simulations", c.runs}});
+  }
+  json q = nullptr;
+  if (spec.max_ppl_ratio) {
+    q = {{"max_ppl_ratio", *spec.max_ppl_ratio}, {"source", spec.quality_source}};
+  }
+  return {{"metronome_version", version_string()},
+          {"scenario", to_json(base)},
+          {"search",
+           {{"gpus", spec.gpus},
+            {"tensor_parallel", spec.tensor_parallel},
+            {"windows", spec.windows},
+            {"sinks", spec.sinks},
+            {"max_replicas", spec.max_replicas},
+            {"autoscale", spec.autoscale},
+            {"quality_floor", q},
+            {"tests", "no replica stalled, no call turned away, true p99 <= deadline_s"}}},
+          {"best", p.best ? json(*p.best) : json(nullptr)},
+          {"candidates", rows}};
+}
+
+std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p) {
+  std::ostringstream o;
+  size_t tried = 0, skipped = 0;
+  for (const auto& c : p.candidates) (c.skipped.empty() ? tried : skipped) += 1;
+  o << fmt::format(
+      "plan       {}: {} candidates (GPU x TP x W x S), {} tried, {} skipped; up to {} "
+      "replicas\n",
+      base.name, p.candidates.size(), tried, skipped, spec.max_replicas);
+  o << fmt::format(
+      "tests      over {:.0f} s of the scenario's traffic: no replica stalled, no call turned "
+      "away, true p99 <= {:.1f} ms\n",
+      base.horizon_s, base.workload.deadline() * 1e3);
+  if (!p.best) {
+    o << "best       none: no candidate meets the tests within max_replicas\n";
+  } else {
+    const PlanCandidate& b = p.candidates[*p.best];
+    o << fmt::format(
+        "best       {}{} x {} (TP {}, {} GPUs), W {} S {}: ${:.2f} per hour, ${:.4f} per "
+        "call-hour; true p99 {:.1f} ms, {:.2f}% silent, {} of {} calls rejected\n",
+        b.autoscaled ? "autoscaled up to " : "", b.best->replicas, b.gpu, b.tensor_parallel,
+        b.best->replicas * b.tensor_parallel, b.window, b.sinks, b.cost_per_hour(),
+        b.cost_per_call_hour(), b.best->true_p99_ms, 100 * b.best->silent_fraction,
+        b.best->calls_rejected, b.best->calls_offered);
+    if (b.short_of) {
+      o << fmt::format("           one replica fewer ({}): {}\n", b.short_of->replicas,
+                       b.short_of->why_not);
+    }
+  }
+  o << fmt::format("{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10} {:>12} {:>10}  {}\n", "gpu", "tp",
+                   "W", "S", "replicas", "gpus", "$/hour", "$/call-hour", "p99 ms", "note");
+  size_t shown = 0;
+  for (const auto& c : p.candidates) {
+    if (++shown > 12) break;
+    if (c.best) {
+      o << fmt::format("{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10.2f} {:>12.4f} {:>10.1f}{}\n",
+                       c.gpu, c.tensor_parallel, c.window, c.sinks, c.best->replicas,
+                       c.best->replicas * c.tensor_parallel, c.cost_per_hour(),
+                       c.cost_per_call_hour(), c.best->true_p99_ms,
+                       c.autoscaled
+                           ? fmt::format("  autoscaled: {:.1f} GPU-hours", c.best->gpu_hours)
+                           : std::string());
+    } else {
+      o << fmt::format(
+          "{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10} {:>12} {:>10}  {}\n", c.gpu,
+          c.tensor_parallel, c.window, c.sinks, "-", "-", "-", "-", "-",
+          !c.skipped.empty() ? "skipped: " + c.skipped.substr(0, 100)
+          : c.short_of ? fmt::format("{} replicas: {}", c.short_of->replicas, c.short_of->why_not)
+                       : std::string());
+    }
+  }
+  if (p.candidates.size() > 12) {
+    o << fmt::format("           ({} more in --json)\n", p.candidates.size() - 12);
+  }
+  return o.str();
+}
+
+}  // namespace metronome
