@@ -13,18 +13,19 @@ start=$(date +%s)
 echo "figures_test: make_figures.sh --quick took $(( $(date +%s) - start )) s"
 /usr/bin/python3 "$src/tests/figures/check_figures.py" "$work"
 # The main command must leave a clean checkout clean: a second run over the same folder rewrites
-# every file with the same bytes (the run log, untracked, excepted). The second run keeps figure
-# 8's data (--reuse 8: its model run is half of a run's time) and plots it and writes the report
-# again; that the model run gives the same bytes each time and on any thread count is the
-# quality.deterministic test's and SmolLM2.SameBytesForAnyThreadCountAndAnyCompany's to check.
+# every file with the same bytes (the run log, untracked, excepted). The second run keeps the data
+# of figure 8 (its model run is half of a run's time) and figure 10 (its four plans, a quarter)
+# and plots them and writes the report again; that those runs give the same bytes each time and
+# on any thread count is for quality.deterministic, SmolLM2.SameBytesForAnyThreadCountAndAnyCompany
+# and the fleet and plan tests (Fleet.SameSeedSameBytesAnyThreadCount, Plan.SameAnswerAnyThreadCount) to check.
 if [[ -z "${METRONOME_FIGURES_NO_RERUN:-}" ]]; then
   sums() { (cd "$work" && find . -type f ! -name runs_log.json ! -name runs.jsonl -print0 | sort -z |
             xargs -0 sha256sum); }
   sums > "$work.first.sha256"
   rm -rf "$work.first_png" && mkdir -p "$work.first_png" && cp "$work"/figures/*.png "$work.first_png/"
   start=$(date +%s)
-  reuse=8
-  if [[ -n "${METRONOME_FIGURES_NO_QUALITY:-}" ]]; then reuse=; fi
+  reuse=8,10
+  if [[ -n "${METRONOME_FIGURES_NO_QUALITY:-}" ]]; then reuse=10; fi
   "$src/scripts/make_figures.sh" --quick --out "$work" --metronome "$metronome" ${reuse:+--reuse $reuse} > /dev/null
   echo "figures_test: the second make_figures.sh --quick${reuse:+ --reuse $reuse} took $(( $(date +%s) - start )) s"
   if ! sums | diff "$work.first.sha256" - > "$work.diff"; then
