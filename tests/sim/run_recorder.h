@@ -1,4 +1,4 @@
-// For tests of exact optimisations (cohorts, the settled regime): a run's outputs as text, every
+// For tests of exact optimisations (cohorts, the bulk take of usual callers): a run's outputs as text, every
 // summary number and every time-series sample, step, stall and preemption, so that two runs can be
 // compared whole and the first difference shown.
 #pragma once

@@ -45,7 +45,7 @@ Traced one_replica(const Scenario& s, const std::string& router = "round_robin")
   return {run_result_json(r.replicas[0].run).dump(), rec.out.str()};
 }
 
-// Scenarios that exercise every path an arrival meets: cohorts and the settled regime (all at
+// Scenarios that exercise every path an arrival meets: cohorts and the bulk take of usual callers (all at
 // once, fixed lengths), Poisson arrivals with random lengths, AIMD with its control instants,
 // preemption, vLLM's scheduler, frame jitter, the memory guard, spread joins.
 std::vector<std::pair<std::string, Scenario>> cases() {
