@@ -1,15 +1,15 @@
-// For tests of exact optimisations (cohorts, the bulk take of usual callers): a run's outputs as text, every
-// summary number and every time-series sample, step, stall and preemption, so that two runs can be
-// compared whole and the first difference shown.
+// For tests of exact optimisations (cohorts, the bulk take of usual callers): a run's outputs as
+// text, every summary number and every time-series sample, step, stall and preemption, so that two
+// runs can be compared whole and the first difference shown.
 #pragma once
 
 #include <functional>
 #include <sstream>
 #include <string>
 
-#include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/engine/engine.h"
 
 namespace metronome::testing {
 

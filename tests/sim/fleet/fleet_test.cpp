@@ -6,8 +6,8 @@
 
 #include <numeric>
 
-#include "sim/fleet/fleet_report.h"
 #include "sim/analysis/report.h"
+#include "sim/fleet/fleet_report.h"
 #include "tests/sim/run_recorder.h"
 #include "tests/sim/test_scenarios.h"
 
@@ -45,9 +45,9 @@ Traced one_replica(const Scenario& s, const std::string& router = "round_robin")
   return {run_result_json(r.replicas[0].run).dump(), rec.out.str()};
 }
 
-// Scenarios that exercise every path an arrival meets: cohorts and the bulk take of usual callers (all at
-// once, fixed lengths), Poisson arrivals with random lengths, AIMD with its control instants,
-// preemption, vLLM's scheduler, frame jitter, the memory guard, spread joins.
+// Scenarios that exercise every path an arrival meets: cohorts and the bulk take of usual callers
+// (all at once, fixed lengths), Poisson arrivals with random lengths, AIMD with its control
+// instants, preemption, vLLM's scheduler, frame jitter, the memory guard, spread joins.
 std::vector<std::pair<std::string, Scenario>> cases() {
   const std::string poisson =
       "workload.arrival={\"type\":\"poisson\",\"rate_per_s\":4,\"start_s\":0.05}";
