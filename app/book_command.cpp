@@ -16,9 +16,9 @@
 #include "base/output_file.h"
 #include "base/output_number.h"
 #include "calibrate/csv_table.h"
+#include "sim/analysis/report.h"
 #include "sim/closed_form/first_order.h"
 #include "sim/output/recorded_run.h"
-#include "sim/analysis/report.h"
 #include "sim/output/time_series_writer.h"
 
 namespace metronome::cli {

@@ -12,12 +12,12 @@
 #include "base/output_file.h"
 #include "base/output_number.h"
 #include "base/progress.h"
-#include "sim/cost/cost_model.h"
+#include "sim/analysis/report.h"
 #include "sim/closed_form/first_order.h"
+#include "sim/closed_form/service_rate.h"
+#include "sim/cost/cost_model.h"
 #include "sim/fleet/fleet.h"
 #include "sim/fleet/fleet_report.h"
-#include "sim/analysis/report.h"
-#include "sim/closed_form/service_rate.h"
 
 namespace metronome::cli {
 

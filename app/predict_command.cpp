@@ -5,8 +5,8 @@
 #include "app/scenario_options.h"
 #include "base/output_number.h"
 #include "base/version.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
 #include "sim/closed_form/service_rate.h"
 
 namespace metronome::cli {

@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "app/option_checks.h"
+#include "sim/closed_form/service_rate.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/fleet_config.h"
-#include "sim/closed_form/service_rate.h"
 
 namespace metronome::cli {
 

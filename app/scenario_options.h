@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/config_error.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/recommend.h"
+#include "sim/closed_form/first_order.h"
 #include "sim/config/scenario.h"
 
 namespace metronome::cli {

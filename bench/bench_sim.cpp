@@ -13,11 +13,11 @@
 // ns_per_frame and ms_per_seed are the figures the README quotes.
 #include <benchmark/benchmark.h>
 
+#include "sim/closed_form/first_order.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/fleet/fleet.h"
-#include "sim/config/scenario.h"
 
 namespace {
 

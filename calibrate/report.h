@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "calibrate/grid.h"
-#include "sim/cost/calibrated_cost_model.h"
 #include "sim/config/scenario.h"
+#include "sim/cost/calibrated_cost_model.h"
 
 namespace metronome::calibrate {
 

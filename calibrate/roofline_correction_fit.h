@@ -1,6 +1,6 @@
-// Fits the corrected roofline's fractions and overheads (sim/config/gpu.h RooflineCorrection) to one
-// GPU's measured token-level layer times (Vidur's mlp.csv), and states the roofline's error before
-// and after, on a held-out split.
+// Fits the corrected roofline's fractions and overheads (sim/config/gpu.h RooflineCorrection) to
+// one GPU's measured token-level layer times (Vidur's mlp.csv), and states the roofline's error
+// before and after, on a held-out split.
 //
 // Per layer, at n tokens: measured(n) = the sum of the layer's ops; the corrected roofline is
 //   layer_overhead + GEMM bytes(n) / (f_bw B) + pointwise bytes(n) / (f_pw B) + flops(n) / (f_fl

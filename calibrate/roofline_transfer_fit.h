@@ -30,13 +30,13 @@
 
 #include "calibrate/roofline_correction_fit.h"
 #include "calibrate/vidur_profile.h"
-#include "sim/cost/shape_aware_op_time.h"
 #include "sim/config/gpu.h"
+#include "sim/cost/shape_aware_op_time.h"
 
 namespace metronome::calibrate {
 
-// The form's coefficients are the GPU file's ShapeAwareCorrection (sim/config/gpu.h), and one op's time
-// is sim/cost/shape_aware_op_time.h's rule, which the simulator prices passes with: the fit's
+// The form's coefficients are the GPU file's ShapeAwareCorrection (sim/config/gpu.h), and one op's
+// time is sim/cost/shape_aware_op_time.h's rule, which the simulator prices passes with: the fit's
 // features are that rule's terms.
 
 // How a correction did on one profile: the layer (every op but emb) and its parts.

@@ -12,8 +12,8 @@
 #include "base/rng.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/engine/call_span.h"
-#include "sim/pool/pool_sizing.h"
 #include "sim/output/recorded_run.h"
+#include "sim/pool/pool_sizing.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 
@@ -485,8 +485,8 @@ Time RealtimeEngine::next_wake(Time now) const {
   return std::max(t, now + 1);
 }
 
-// Frame accounting with the simulator's definitions (sim/engine/frame_ledger.h: FrameLedger::serve and
-// count_unserved): a frame is due if released by the horizon (or before its caller left);
+// Frame accounting with the simulator's definitions (sim/engine/frame_ledger.h: FrameLedger::serve
+// and count_unserved): a frame is due if released by the horizon (or before its caller left);
 // reported latency is the latency when output came within silence_after_s, else silence_after_s
 // (the serving layer's pad); true latency is censored for frames never served.
 void RealtimeEngine::finish() {

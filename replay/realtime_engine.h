@@ -4,15 +4,16 @@
 // and block tables), runs the passes on a StepBackend (CPU reference kernels or CUDA kernels) for
 // the whole batch at once, then returns the blocks that fell out of the window to the pool.
 //
-// It follows the simulator (sim/engine/engine.h) rule for rule, so that the two can be compared frame for
-// frame: the same arrival and duration draws (the scenario seed's streams), the same ready order,
-// the same reservation at step start (kv::step_blocks blocks, all or nothing), the same exhaustion
-// policies (stall: the frame waits and the session falls silent; preempt_recompute: the newest
-// session is evicted and recomputes its history), the same passes (one ingest pass of the frame's
-// input tokens, then output - 1 one-token decode passes), the same call spans (sim/engine/call_span.h) and
-// event order at one instant (a step ends, then departures, then arrivals). Its frames are booked
-// by the simulator's own ledger, as a recording of any real engine is (sim/output/recorded_run.h). What
-// differs is only that time is the wall clock and a step lasts as long as the backend takes.
+// It follows the simulator (sim/engine/engine.h) rule for rule, so that the two can be compared
+// frame for frame: the same arrival and duration draws (the scenario seed's streams), the same
+// ready order, the same reservation at step start (kv::step_blocks blocks, all or nothing), the
+// same exhaustion policies (stall: the frame waits and the session falls silent; preempt_recompute:
+// the newest session is evicted and recomputes its history), the same passes (one ingest pass of
+// the frame's input tokens, then output - 1 one-token decode passes), the same call spans
+// (sim/engine/call_span.h) and event order at one instant (a step ends, then departures, then
+// arrivals). Its frames are booked by the simulator's own ledger, as a recording of any real engine
+// is (sim/output/recorded_run.h). What differs is only that time is the wall clock and a step lasts
+// as long as the backend takes.
 //
 // The extra write-only pass at the end of a frame appends the K/V of tokens the frame's passes did
 // not feed (kv_tokens_per_frame - input - (output - 1); one, the last output token, by default), so
@@ -34,8 +35,8 @@
 #include "kernels/block_table.h"
 #include "replay/clock.h"
 #include "replay/step_backend.h"
-#include "sim/output/run_result.h"
 #include "sim/config/scenario.h"
+#include "sim/output/run_result.h"
 
 namespace metronome::replay {
 

@@ -12,12 +12,12 @@
 #include "base/output_file.h"
 #include "base/output_number.h"
 #include "base/version.h"
+#include "sim/analysis/report.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
 #include "sim/output/latency_histogram.h"
-#include "sim/pool/pool_sizing.h"
-#include "sim/analysis/report.h"
 #include "sim/output/time_series_writer.h"
+#include "sim/pool/pool_sizing.h"
 
 namespace metronome::replay {
 namespace {

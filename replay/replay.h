@@ -9,9 +9,9 @@
 
 #include "replay/realtime_engine.h"
 #include "sim/closed_form/first_order.h"
+#include "sim/config/scenario.h"
 #include "sim/output/run_observer.h"
 #include "sim/output/run_result.h"
-#include "sim/config/scenario.h"
 
 namespace metronome::replay {
 
@@ -30,8 +30,9 @@ struct ReplayRun {
 ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::string& backend);
 
 // The measured run as the simulator's time series: state at each sample instant, and the frames of
-// the interval that ends there, with the simulator's definitions (sim/engine/engine.cpp sample_until): a
-// frame is due, and padded with silence, in the interval holding release + silence_after_s.
+// the interval that ends there, with the simulator's definitions (sim/engine/engine.cpp
+// sample_until): a frame is due, and padded with silence, in the interval holding release +
+// silence_after_s.
 std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s);
 
 // (a - b) / b; nullopt when either is missing or not finite, or b is 0.

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/pool/pool_sizing.h"
-#include "sim/closed_form/service_rate.h"
 #include "sim/admission/settled_forecast.h"
+#include "sim/closed_form/service_rate.h"
+#include "sim/pool/pool_sizing.h"
 
 namespace metronome {
 
@@ -112,9 +112,9 @@ void AdmissionGate::summarise(RunResult& r, const FrameLedger& ledger, int64_t l
   }
 }
 
-// The controller's forecast (sim/admission/settled_forecast.h): the observed latency scaled by how much
-// the frame scheduler's periodic regime slows once every context has settled at S + W and the cap
-// has filled with one more increase, newcomers spread evenly over the period (or where spread
+// The controller's forecast (sim/admission/settled_forecast.h): the observed latency scaled by how
+// much the frame scheduler's periodic regime slows once every context has settled at S + W and the
+// cap has filled with one more increase, newcomers spread evenly over the period (or where spread
 // joins will put them). The cap, not the live count: arrivals fill the cap within an interval or
 // two, so a forecast for live + increase lets the cap run ahead of what it has judged. An
 // observation above the model's raises the forecast; one below it (a quiet interval) cannot lower

@@ -14,15 +14,15 @@
 #include "base/time.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/admission/admission_record.h"
-#include "sim/engine/call_span.h"
+#include "sim/admission/phase_spread.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/cost_model.h"
+#include "sim/engine/call_span.h"
 #include "sim/engine/frame_ledger.h"
 #include "sim/engine/frame_rule.h"
-#include "sim/output/latency_histogram.h"
-#include "sim/admission/phase_spread.h"
-#include "sim/output/run_result.h"
-#include "sim/config/scenario.h"
 #include "sim/engine/session.h"
+#include "sim/output/latency_histogram.h"
+#include "sim/output/run_result.h"
 
 namespace metronome {
 

@@ -1,7 +1,7 @@
 // What the admission controller did over a run, summarised the same way for a simulated run (the
-// engine keeps it at each control interval) and a recorded one (sim/output/recorded_run.h, from the live
-// driver's admission log): cap moves, the last half's caps and live sessions, N*, and the flags
-// that mark an N* that is not a schedulable concurrency (run_result.h).
+// engine keeps it at each control interval) and a recorded one (sim/output/recorded_run.h, from the
+// live driver's admission log): cap moves, the last half's caps and live sessions, N*, and the
+// flags that mark an N* that is not a schedulable concurrency (run_result.h).
 #pragma once
 
 #include <cstdint>

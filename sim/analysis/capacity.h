@@ -11,9 +11,10 @@
 //                 Steady: the p95 over the probe's second half, once every window has filled,
 //                 with under 1% of that half's due frames silent.
 //   pace cap      the frame scheduler's: the most N whose frames, served in full steps, take at
-//                 most a frame period at the probe's last contexts (sim/closed_form/service_rate.h). Past it
-//                 the engine falls further behind every period; a probe of a few periods can miss
-//                 that, so the deadline search never passes it.
+//                 most a frame period at the probe's last contexts
+//                 (sim/closed_form/service_rate.h). Past it the engine falls further behind every
+//                 period; a probe of a few periods can miss that, so the deadline search never
+//                 passes it.
 // The smaller of the memory and deadline caps binds.
 #pragma once
 

@@ -17,12 +17,12 @@
 #include "base/progress.h"
 #include "base/version.h"
 #include "sim/analysis/capacity.h"
+#include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/kv_policy/windowed.h"
-#include "sim/analysis/report.h"
 
 namespace metronome {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "sim/closed_form/first_order.h"
-#include "sim/output/run_result.h"
 #include "sim/config/scenario.h"
+#include "sim/output/run_result.h"
 
 namespace metronome {
 

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "sim/pool/pool_sizing.h"
 #include "sim/config/scenario.h"
+#include "sim/pool/pool_sizing.h"
 
 namespace metronome {
 

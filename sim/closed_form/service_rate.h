@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "sim/cost/cost_model.h"
 #include "sim/closed_form/first_order.h"
 #include "sim/config/scenario.h"
+#include "sim/cost/cost_model.h"
 
 namespace metronome {
 

@@ -32,9 +32,9 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/config/model.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/layer_ops.h"
-#include "sim/config/model.h"
 
 namespace metronome {
 

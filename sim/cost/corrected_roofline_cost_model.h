@@ -18,10 +18,10 @@
 
 #include <vector>
 
-#include "sim/cost/cost_model.h"
-#include "sim/cost/layer_ops.h"
 #include "sim/config/gpu.h"
 #include "sim/config/model.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/layer_ops.h"
 
 namespace metronome {
 

@@ -6,11 +6,11 @@
 #include <iostream>
 
 #include "base/config_error.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/cost/step_time.h"
 #include "sim/cost/tensor_parallel_cost_model.h"
-#include "sim/config/scenario.h"
 
 namespace metronome {
 void choose_cost_model(Scenario& s) {

@@ -1,11 +1,11 @@
 #include "sim/cost/cost_models.h"
 
+#include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/fixed_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/cost/shape_aware_roofline_cost_model.h"
-#include "sim/config/scenario.h"
 
 namespace metronome {
 

@@ -2,9 +2,9 @@
 // FLOPs over peak compute, plus a fixed overhead. Labelled analytic wherever it is used.
 #pragma once
 
-#include "sim/cost/cost_model.h"
 #include "sim/config/gpu.h"
 #include "sim/config/model.h"
+#include "sim/cost/cost_model.h"
 
 namespace metronome {
 

@@ -1,14 +1,14 @@
-// One op's time under the shape-aware roofline (sim/config/gpu.h ShapeAwareCorrection): the rule the
-// cost model prices passes with and the fit (calibrate/roofline_transfer_fit.h) fits, written once.
-// The time is linear in the nine coefficients: the dot product of the coefficients with the op's
-// terms, so the fit's features and the simulator's price cannot drift apart.
+// One op's time under the shape-aware roofline (sim/config/gpu.h ShapeAwareCorrection): the rule
+// the cost model prices passes with and the fit (calibrate/roofline_transfer_fit.h) fits, written
+// once. The time is linear in the nine coefficients: the dot product of the coefficients with the
+// op's terms, so the fit's features and the simulator's price cannot drift apart.
 #pragma once
 
 #include <array>
 #include <string_view>
 
-#include "sim/cost/layer_ops.h"
 #include "sim/config/gpu.h"
+#include "sim/cost/layer_ops.h"
 
 namespace metronome {
 

@@ -15,11 +15,11 @@
 // by a form that never saw its shape.
 #pragma once
 
+#include "sim/config/gpu.h"
+#include "sim/config/model.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/layer_ops.h"
 #include "sim/cost/shape_aware_op_time.h"
-#include "sim/config/gpu.h"
-#include "sim/config/model.h"
 
 namespace metronome {
 

@@ -6,12 +6,12 @@
 #include <cmath>
 
 #include "base/config_error.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/pass_shape.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/pool/pool_sizing.h"
-#include "sim/config/scenario.h"
 
 namespace metronome {
 namespace {

@@ -17,9 +17,9 @@
 #include <memory>
 #include <string>
 
-#include "sim/cost/cost_model.h"
 #include "sim/config/gpu.h"
 #include "sim/config/model.h"
+#include "sim/cost/cost_model.h"
 
 namespace metronome {
 

@@ -5,8 +5,9 @@
 // the calls the single engine would. Each replica is an unchanged Engine told to take placed
 // arrivals (Engine::place_arrivals). For each call, in time order:
 //   1. every replica handles its events before the call's instant, and those at the instant that
-//      come before an arrival (Engine::advance(t, true)): the event order of sim/engine/event_queue.h
-//      holds across the fleet, and no replica starts a step at t before the call is placed;
+//      come before an arrival (Engine::advance(t, true)): the event order of
+//      sim/engine/event_queue.h holds across the fleet, and no replica starts a step at t before
+//      the call is placed;
 //   2. the router chooses a replica from each replica's gauges at t (ReplicaView);
 //   3. the gateway may refuse the call (a reason); else the replica admits it or its own
 //      admission turns it away (Engine::place).
@@ -38,8 +39,8 @@
 #include "sim/engine/engine.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/fleet/fleet_result.h"
-#include "sim/pool/pool_sizing.h"
 #include "sim/output/run_observer.h"
+#include "sim/pool/pool_sizing.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"
 

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "base/json_section.h"
+#include "sim/config/scenario.h"
 #include "sim/fleet/autoscale.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
-#include "sim/config/scenario.h"
 
 namespace metronome {
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/fleet/fleet_result.h"
 #include "sim/config/scenario.h"
+#include "sim/fleet/fleet_result.h"
 
 namespace metronome {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/scenario.h"
 #include "sim/output/run_observer.h"
 #include "sim/output/run_result.h"
-#include "sim/config/scenario.h"
 
 namespace metronome {
 

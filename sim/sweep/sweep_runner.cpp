@@ -22,11 +22,11 @@
 #include "base/output_number.h"
 #include "base/progress.h"
 #include "base/version.h"
+#include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
-#include "sim/analysis/report.h"
 #include "sim/sweep/wilson.h"
 
 namespace metronome {

@@ -137,8 +137,8 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
-// A scenario's seed is at most INT64_MAX (sim/config/scenario.cpp): a sweep must not accept seeds that
-// `simulate --seed` refuses.
+// A scenario's seed is at most INT64_MAX (sim/config/scenario.cpp): a sweep must not accept seeds
+// that `simulate --seed` refuses.
 void check_seed_range(uint64_t v, const std::string& what) {
   if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     throw ConfigError(what + ": " + std::to_string(v) +

@@ -11,9 +11,9 @@
 #include "calibrate/grid.h"
 #include "calibrate/pipeline.h"
 #include "calibrate/step_shape.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/roofline_cost_model.h"
-#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

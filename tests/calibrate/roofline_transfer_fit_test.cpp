@@ -9,9 +9,9 @@
 #include <string>
 
 #include "calibrate/fit.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
 #include "sim/cost/shape_aware_roofline_cost_model.h"
-#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

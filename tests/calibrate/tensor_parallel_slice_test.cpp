@@ -10,9 +10,9 @@
 
 #include "calibrate/roofline_correction_fit.h"
 #include "calibrate/vidur_profile.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/layer_ops.h"
 #include "sim/cost/tensor_parallel_cost_model.h"
-#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

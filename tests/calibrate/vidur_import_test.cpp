@@ -17,9 +17,9 @@
 #include "calibrate/pipeline.h"
 #include "calibrate/roofline_correction_fit.h"
 #include "calibrate/vidur_profile.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
-#include "sim/config/scenario.h"
 
 namespace metronome::calibrate {
 namespace {

@@ -10,9 +10,9 @@
 #include "base/config_error.h"
 #include "base/json_file.h"
 #include "calibrate/report.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/step_time.h"
-#include "sim/config/scenario.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace metronome;

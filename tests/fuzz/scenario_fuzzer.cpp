@@ -11,9 +11,9 @@
 
 #include "base/config_error.h"
 #include "base/json_file.h"
-#include "sim/engine/engine.h"
 #include "sim/closed_form/first_order.h"
 #include "sim/config/scenario.h"
+#include "sim/engine/engine.h"
 
 using namespace metronome;
 

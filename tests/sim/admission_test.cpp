@@ -5,10 +5,10 @@
 #include "base/config_error.h"
 #include "sim/admission/admission_controller.h"
 #include "sim/admission/aimd.h"
-#include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
 #include "sim/closed_form/service_rate.h"
+#include "sim/engine/engine.h"
 #include "test_scenarios.h"
 
 namespace metronome {

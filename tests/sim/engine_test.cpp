@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

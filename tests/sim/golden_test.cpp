@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "base/output_number.h"
-#include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/engine/engine.h"
 
 namespace metronome {
 

@@ -6,9 +6,9 @@
 #include <functional>
 
 #include "base/config_error.h"
-#include "sim/engine/engine.h"
-#include "sim/closed_form/first_order.h"
 #include "sim/analysis/report.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/engine/engine.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

@@ -1,8 +1,7 @@
-// Phase-aware joining (sim/admission/phase_spread.h): new callers take slots of the period in bit-reversed
-// order, so 2^k callers are exactly evenly spread and any n within a factor of two, and a departure
-// gives its slot back first.
-// In the engine, callers all arriving at once and spread this way run exactly as callers arriving
-// at those phases do.
+// Phase-aware joining (sim/admission/phase_spread.h): new callers take slots of the period in
+// bit-reversed order, so 2^k callers are exactly evenly spread and any n within a factor of two,
+// and a departure gives its slot back first. In the engine, callers all arriving at once and spread
+// this way run exactly as callers arriving at those phases do.
 #include "sim/admission/phase_spread.h"
 
 #include <gtest/gtest.h>

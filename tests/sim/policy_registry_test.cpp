@@ -8,12 +8,12 @@
 
 #include "base/config_error.h"
 #include "sim/admission/admission_policy.h"
+#include "sim/analysis/report.h"
+#include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
 #include "sim/exhaustion/exhaustion_policy.h"
 #include "sim/kv_policy/kv_policy.h"
 #include "sim/kv_policy/windowed.h"
-#include "sim/analysis/report.h"
-#include "sim/config/scenario.h"
 #include "test_scenarios.h"
 
 namespace metronome {

@@ -1,6 +1,6 @@
-// The controller's periodic-regime forecast (sim/admission/settled_forecast.h) against closed forms: with a
-// fixed step cost every latency is a whole number of steps after a release, and with a cost that
-// grows with attention, settled contexts must cost more than fresh ones.
+// The controller's periodic-regime forecast (sim/admission/settled_forecast.h) against closed
+// forms: with a fixed step cost every latency is a whole number of steps after a release, and with
+// a cost that grows with attention, settled contexts must cost more than fresh ones.
 #include "sim/admission/settled_forecast.h"
 
 #include <gtest/gtest.h>

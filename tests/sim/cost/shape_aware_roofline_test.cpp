@@ -4,8 +4,8 @@
 #include <functional>
 
 #include "base/config_error.h"
-#include "sim/cost/shape_aware_roofline_cost_model.h"
 #include "sim/config/scenario.h"
+#include "sim/cost/shape_aware_roofline_cost_model.h"
 
 namespace metronome {
 namespace {

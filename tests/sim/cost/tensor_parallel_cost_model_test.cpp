@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "base/config_error.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/pool/pool_sizing.h"
-#include "sim/config/scenario.h"
 #include "tests/sim/expect_error.h"
 
 namespace metronome {

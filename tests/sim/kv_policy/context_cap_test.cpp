@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "base/config_error.h"
+#include "sim/analysis/report.h"
 #include "sim/closed_form/first_order.h"
 #include "sim/pool/pool_sizing.h"
-#include "sim/analysis/report.h"
 #include "tests/sim/kv_policy/kv_policy_test_util.h"
 
 namespace metronome {

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "base/config_error.h"
-#include "sim/pool/pool_sizing.h"
 #include "sim/analysis/report.h"
+#include "sim/pool/pool_sizing.h"
 #include "tests/sim/kv_policy/kv_policy_test_util.h"
 
 namespace metronome {

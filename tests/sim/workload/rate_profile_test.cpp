@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "base/config_error.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
 #include "sim/pool/pool_sizing.h"
-#include "sim/config/scenario.h"
 #include "tests/sim/expect_error.h"
 
 namespace metronome {
