@@ -40,6 +40,35 @@ class RingQueue {
     size_ -= n;
   }
 
+  // The ring's fields copied into a loop's locals, for the engine's loops over a step's sessions:
+  // their stores into int64_t fields may alias the ring's size_t ones, so through the ring itself
+  // the compiler would reload its buffer, head and mask once per item.
+  class View {  // reads items by position; valid until the ring changes
+   public:
+    explicit View(const RingQueue& q) : buf_(q.buf_.data()), head_(q.head_), mask_(q.mask_) {}
+    const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
+
+   private:
+    const T* buf_;
+    size_t head_, mask_;
+  };
+  class Appender {  // appends up to n items, room for which it makes first; publish() shows them
+   public:
+    Appender(RingQueue& q, size_t n) : q_(q) {
+      while (q.capacity_ - q.size_ < n) q.grow();
+      buf_ = q.buf_.data();
+      mask_ = q.mask_;
+      tail_ = q.head_ + q.size_;
+    }
+    T& push_back() { return buf_[tail_++ & mask_]; }  // the new back item, for the caller to fill
+    void publish() { q_.size_ = tail_ - q_.head_; }
+
+   private:
+    RingQueue& q_;
+    T* buf_;
+    size_t mask_, tail_;
+  };
+
  private:
   void grow_if_full() {
     if (size_ == capacity_) [[unlikely]]

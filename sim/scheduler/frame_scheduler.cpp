@@ -301,12 +301,12 @@ void FrameScheduler::take_usual_run(Time now) {
   FrameRule::RunSums sums;
   Session* const sessions = core_.sessions.data();
   Member* const out = batch_.tail(limit);
+  const RingQueue<Ticket>::View ring = core_.ready.run();
   size_t k = 0;
   for (; k < limit; ++k) {
-    const Ticket& t = core_.ready.run_at(k);
+    const Ticket& t = ring[k];
     if (t.release > bound) break;
-    if (far && k + EngineCore::kAhead < run)
-      core_.prefetch(core_.ready.run_at(k + EngineCore::kAhead).id);
+    if (far && k + EngineCore::kAhead < run) core_.prefetch(ring[k + EngineCore::kAhead].id);
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation || !s.usual_single()) break;
     assert(s.held == rule.resident_blocks(s.ctx));
@@ -364,7 +364,7 @@ void FrameScheduler::end_members(Time now) {
   uint64_t seq = core_.next_seq;
   const bool far = core_.far();
   FrameLedger& ledger = core_.ledger;
-  ReadyQueue& ready = core_.ready;
+  ReadyQueue::Appender ready(core_.ready, n);
   for (size_t i = 0; i < n; ++i) {
     if (far && i + EngineCore::kAhead < n) core_.prefetch(batch[i + EngineCore::kAhead].id);
     const Member& t = batch[i];
@@ -390,11 +390,14 @@ void FrameScheduler::end_members(Time now) {
         s.next_release += period;
       }
       // enqueue(t.id), from what is at hand (the ticket's incarnation is the slot's: checked).
+      // absorb_into_back reads the queue's back: the tickets pushed so far are published first.
+      if (s.twin) ready.publish();
       if (!(s.twin && absorb_into_back(t.id))) {
         ready.push_fresh({t.id, t.incarnation, seq++, s.next_release, s.admit_order});
       }
     }
   }
+  ready.publish();
   core_.next_seq = seq;
   core_.pool.release(freed);
   core_.result.max_resident_blocks_per_session = most_resident;
