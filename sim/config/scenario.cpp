@@ -15,10 +15,10 @@
 #include "sim/config/catalog.h"
 #include "sim/config/config_field.h"
 #include "sim/config/config_limits.h"
+#include "sim/config/hf_config.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
-#include "sim/config/hf_config.h"
 #include "sim/scheduler/step_scheduler.h"
 
 namespace metronome {
@@ -474,18 +474,42 @@ WorkloadConfig parse_workload(JsonSection w) {
   return c;
 }
 
+// "auto" is resolved by parse_scenario (choose_cost_model) before the section is ever written.
+const std::vector<std::string>& cost_model_choices() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> types = cost_model_types();
+    types.insert(types.begin(), "auto");
+    return types;
+  }();
+  return names;
+}
+
+const ConfigFields<CostModelConfig>& cost_model_fields() {
+  using C = CostModelConfig;
+  using nlohmann::json;
+  static const ConfigFields<C> f = {
+      string_field("type", &C::type, cost_model_choices(), "auto"),
+      {[](JsonSection& m, C& c) {
+         c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
+         if (c.type == "fixed" && !(c.step_overhead_s > 0))
+           m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
+       },
+       [](const C& c, json& j) { j["step_overhead_s"] = c.step_overhead_s; }},
+      // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
+      {[](JsonSection& m, C& c) {
+         c.file = m.string("file",
+                           c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
+         if (c.type == "calibrated" && c.file.empty())
+           m.fail("file", "the path of a calibration JSON file");
+       },
+       config_field::writer("file", &C::file, Write::kUnlessDefault)},
+  };
+  return f;
+}
+
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  std::vector<std::string> types = cost_model_types();
-  types.insert(types.begin(), "auto");
-  c.type = m.one_of("type", "auto", types);
-  c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
-  if (c.type == "fixed" && !(c.step_overhead_s > 0))
-    m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
-  // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
-  c.file = m.string("file", c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
-  if (c.type == "calibrated" && c.file.empty())
-    m.fail("file", "the path of a calibration JSON file");
+  read_fields(cost_model_fields(), m, c);
   m.finish();
   return c;
 }
@@ -1065,8 +1089,8 @@ nlohmann::json to_json(const Scenario& s) {
   s.kv_policy.policy->write(kv);
   json workload = json::object();
   write_fields(workload_fields(), s.workload, workload);
-  json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
-  if (!s.cost_model.file.empty()) cost["file"] = s.cost_model.file;
+  json cost = json::object();
+  write_fields(cost_model_fields(), s.cost_model, cost);
   const auto& a = s.admission;
   json admission = {{"type", a.type()}};
   a.policy->write(admission);
