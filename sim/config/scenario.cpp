@@ -514,11 +514,27 @@ CostModelConfig parse_cost_model(JsonSection m) {
   return c;
 }
 
+const ConfigFields<AdmissionConfig>& admission_fields() {
+  using A = AdmissionConfig;
+  using nlohmann::json;
+  static const ConfigFields<A> f = {
+      // Written where a policy limits admission (there "auto" guards), or where it is not "auto".
+      written_if<A>(string_field("memory_guard", &A::memory_guard, {"auto", "on", "off"}),
+                    [](const A& c) { return c.policy->limits() || c.memory_guard != "auto"; }),
+      string_field("join", &A::join, {"arrival", "spread"}, kInitial, Write::kUnlessDefault),
+      // Last: the registry's parse rejects the section's keys nothing has read.
+      {[](JsonSection& a, A& c) { c.policy = admission_policies().parse(a, "none"); },
+       [](const A& c, json& j) {
+         j["type"] = c.type();
+         c.policy->write(j);
+       }},
+  };
+  return f;
+}
+
 AdmissionConfig parse_admission(JsonSection a) {
   AdmissionConfig c;
-  c.memory_guard = a.one_of("memory_guard", c.memory_guard, {"auto", "on", "off"});
-  c.join = a.one_of("join", c.join, {"arrival", "spread"});
-  c.policy = admission_policies().parse(a, "none");
+  read_fields(admission_fields(), a, c);
   return c;
 }
 
@@ -1091,11 +1107,8 @@ nlohmann::json to_json(const Scenario& s) {
   write_fields(workload_fields(), s.workload, workload);
   json cost = json::object();
   write_fields(cost_model_fields(), s.cost_model, cost);
-  const auto& a = s.admission;
-  json admission = {{"type", a.type()}};
-  a.policy->write(admission);
-  if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
-  if (a.join != "arrival") admission["join"] = a.join;
+  json admission = json::object();
+  write_fields(admission_fields(), s.admission, admission);
   json output = json::object();
   write_fields(output_fields(), s.output, output);
   json resolved = {{"name", s.name},       {"comment", s.comment},   {"model", model},
