@@ -15,10 +15,10 @@
 #include "sim/config/catalog.h"
 #include "sim/config/config_field.h"
 #include "sim/config/config_limits.h"
+#include "sim/config/hf_config.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
-#include "sim/config/hf_config.h"
 #include "sim/scheduler/step_scheduler.h"
 
 namespace metronome {
@@ -474,33 +474,167 @@ WorkloadConfig parse_workload(JsonSection w) {
   return c;
 }
 
+// "auto" is resolved by parse_scenario (choose_cost_model) before the section is ever written.
+const std::vector<std::string>& cost_model_choices() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> types = cost_model_types();
+    types.insert(types.begin(), "auto");
+    return types;
+  }();
+  return names;
+}
+
+const ConfigFields<CostModelConfig>& cost_model_fields() {
+  using C = CostModelConfig;
+  using nlohmann::json;
+  static const ConfigFields<C> f = {
+      string_field("type", &C::type, cost_model_choices(), "auto"),
+      {[](JsonSection& m, C& c) {
+         c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
+         if (c.type == "fixed" && !(c.step_overhead_s > 0))
+           m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
+       },
+       [](const C& c, json& j) { j["step_overhead_s"] = c.step_overhead_s; }},
+      // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
+      {[](JsonSection& m, C& c) {
+         c.file = m.string("file",
+                           c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
+         if (c.type == "calibrated" && c.file.empty())
+           m.fail("file", "the path of a calibration JSON file");
+       },
+       config_field::writer("file", &C::file, Write::kUnlessDefault)},
+  };
+  return f;
+}
+
 CostModelConfig parse_cost_model(JsonSection m) {
   CostModelConfig c;
-  std::vector<std::string> types = cost_model_types();
-  types.insert(types.begin(), "auto");
-  c.type = m.one_of("type", "auto", types);
-  c.step_overhead_s = m.in_range("step_overhead_s", c.step_overhead_s, 0, 1000);
-  if (c.type == "fixed" && !(c.step_overhead_s > 0))
-    m.fail("step_overhead_s", "> 0: the fixed cost model's time per pass");
-  // Accepted under either type, so --set cost_model.type=roofline flips a calibrated scenario.
-  c.file = m.string("file", c.type == "calibrated" ? std::nullopt : std::optional<std::string>(""));
-  if (c.type == "calibrated" && c.file.empty())
-    m.fail("file", "the path of a calibration JSON file");
+  read_fields(cost_model_fields(), m, c);
   m.finish();
   return c;
 }
 
+const ConfigFields<AdmissionConfig>& admission_fields() {
+  using A = AdmissionConfig;
+  using nlohmann::json;
+  static const ConfigFields<A> f = {
+      // Written where a policy limits admission (there "auto" guards), or where it is not "auto".
+      written_if<A>(string_field("memory_guard", &A::memory_guard, {"auto", "on", "off"}),
+                    [](const A& c) { return c.policy->limits() || c.memory_guard != "auto"; }),
+      string_field("join", &A::join, {"arrival", "spread"}, kInitial, Write::kUnlessDefault),
+      // Last: the registry's parse rejects the section's keys nothing has read.
+      {[](JsonSection& a, A& c) { c.policy = admission_policies().parse(a, "none"); },
+       [](const A& c, json& j) {
+         j["type"] = c.type();
+         c.policy->write(j);
+       }},
+  };
+  return f;
+}
+
 AdmissionConfig parse_admission(JsonSection a) {
   AdmissionConfig c;
-  c.memory_guard = a.one_of("memory_guard", c.memory_guard, {"auto", "on", "off"});
-  c.join = a.one_of("join", c.join, {"arrival", "spread"});
-  c.policy = admission_policies().parse(a, "none");
+  read_fields(admission_fields(), a, c);
   return c;
 }
 
 const ConfigFields<OutputConfig>& output_fields() {
   static const ConfigFields<OutputConfig> f = {
       number_field("sample_period_s", &OutputConfig::sample_period_s, 1e-6, kMaxSeconds)};
+  return f;
+}
+
+// `key` in the resolved form: a new object for a section's fields to fill.
+nlohmann::json& new_section(nlohmann::json& j, const char* key) {
+  return j[key] = nlohmann::json::object();
+}
+
+// The scenario's own fields and its sections, in the order they are read. What joins sections is
+// here: a KV dtype that sets the model's element size, defaults resolved from another section,
+// GPU blocks written only where the engine or cost model uses them. The fleet, which reads the
+// whole scenario, is parse_scenario's, after these.
+const ConfigFields<Scenario>& scenario_fields() {
+  using S = Scenario;
+  using nlohmann::json;
+  static const ConfigFields<S> f = {
+      string_field("name", &S::name, {}, "unnamed"),
+      string_field("comment", &S::comment, {}, ""),
+      {[](JsonSection& t, S& s) { s.model = parse_model(t.section("model", true)); },
+       [](const S& s, json& j) { write_fields(model_fields(), s.model, new_section(j, "model")); }},
+      {[](JsonSection& t, S& s) { s.gpu = parse_gpu(t.section("gpu", true)); },
+       [](const S& s, json& j) {
+         json& gpu = new_section(j, "gpu");
+         write_fields(gpu_fields(), s.gpu, gpu);
+         // Only where it is used, so the resolved config of a plain roofline run stays as it was.
+         if (s.cost_model.type == "corrected_roofline" && s.gpu.roofline_correction.present) {
+           const auto& rc = s.gpu.roofline_correction;
+           gpu["roofline_correction"] = {
+               {"bandwidth_fraction", rc.bandwidth_fraction},
+               {"pointwise_bandwidth_fraction", rc.pointwise_bandwidth_fraction},
+               {"flops_fraction", rc.flops_fraction},
+               {"layer_overhead_s", rc.layer_overhead_s},
+               {"pass_overhead_s", rc.pass_overhead_s},
+               {"fitted_on", rc.fitted_on},
+               {"source", rc.source}};
+         }
+         if (s.cost_model.type == "shape_aware_roofline" && s.gpu.shape_aware_correction.present) {
+           gpu["shape_aware_correction"] = shape_aware_json(s.gpu.shape_aware_correction);
+         }
+         // Only where it is used, so the resolved config of a one-GPU replica stays as it was.
+         if (s.engine.tensor_parallel > 1) {
+           gpu["interconnect_bandwidth_bytes_per_s"] = s.gpu.interconnect_bandwidth_bytes_per_s;
+           gpu["interconnect_latency_s"] = s.gpu.interconnect_latency_s;
+           gpu["interconnect_source"] = s.gpu.interconnect_source;
+         }
+       }},
+      {[](JsonSection& t, S& s) {
+         s.engine = parse_engine(t.section("engine"));
+         if (const auto bytes = kv_cache_dtype_bytes(s.engine.kv_cache_dtype)) {
+           s.model.kv_bytes_per_element = *bytes;
+         }
+       },
+       [](const S& s, json& j) {
+         write_fields(engine_fields(), s.engine, new_section(j, "engine"));
+       }},
+      {[](JsonSection& t, S& s) { s.kv_policy = parse_kv_policy(t.section("kv_policy")); },
+       [](const S& s, json& j) {
+         json kv = {{"type", s.kv_policy.type()}};
+         s.kv_policy.policy->write(kv);
+         j["kv_policy"] = kv;
+       }},
+      {[](JsonSection& t, S& s) {
+         s.workload = parse_workload(t.section("workload", true));
+         if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
+       },
+       [](const S& s, json& j) {
+         write_fields(workload_fields(), s.workload, new_section(j, "workload"));
+       }},
+      {[](JsonSection& t, S& s) {
+         s.cost_model = parse_cost_model(t.section("cost_model"));
+         if (s.cost_model.type == "auto") choose_cost_model(s);
+       },
+       [](const S& s, json& j) {
+         write_fields(cost_model_fields(), s.cost_model, new_section(j, "cost_model"));
+       }},
+      number_field("horizon_s", &S::horizon_s, 1e-9, kMaxSeconds, kRequired),
+      {[](JsonSection& t, S& s) {
+         s.seed =
+             static_cast<uint64_t>(t.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
+       },
+       [](const S& s, json& j) { j["seed"] = s.seed; }},
+      {[](JsonSection& t, S& s) { s.admission = parse_admission(t.section("admission")); },
+       [](const S& s, json& j) {
+         write_fields(admission_fields(), s.admission, new_section(j, "admission"));
+       }},
+      {[](JsonSection& t, S& s) {
+         JsonSection out = t.section("output");
+         read_fields(output_fields(), out, s.output);
+         out.finish();
+       },
+       [](const S& s, json& j) {
+         write_fields(output_fields(), s.output, new_section(j, "output"));
+       }},
+  };
   return f;
 }
 
@@ -732,25 +866,7 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   JsonSection top(j, source, "");
   Scenario s;
   s.source = source;
-  s.name = top.string("name", "unnamed");
-  s.comment = top.string("comment", "");
-  s.model = parse_model(top.section("model", true));
-  s.gpu = parse_gpu(top.section("gpu", true));
-  s.engine = parse_engine(top.section("engine"));
-  if (const auto bytes = kv_cache_dtype_bytes(s.engine.kv_cache_dtype)) {
-    s.model.kv_bytes_per_element = *bytes;
-  }
-  s.kv_policy = parse_kv_policy(top.section("kv_policy"));
-  s.workload = parse_workload(top.section("workload", true));
-  if (!s.engine.silence_after_s) s.engine.silence_after_s = s.workload.deadline();
-  s.cost_model = parse_cost_model(top.section("cost_model"));
-  if (s.cost_model.type == "auto") choose_cost_model(s);
-  s.horizon_s = top.in_range("horizon_s", std::nullopt, 1e-9, kMaxSeconds);
-  s.seed = static_cast<uint64_t>(top.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
-  s.admission = parse_admission(top.section("admission"));
-  JsonSection out = top.section("output");
-  read_fields(output_fields(), out, s.output);
-  out.finish();
+  read_fields(scenario_fields(), top, s);
   if (top.has("fleet")) {
     JsonSection fleet = top.section("fleet", true);
     s.fleet = parse_fleet(fleet, j, source);
@@ -1033,51 +1149,8 @@ nlohmann::json shape_aware_json(const ShapeAwareCorrection& c) {
 }
 
 nlohmann::json to_json(const Scenario& s) {
-  using nlohmann::json;
-  json model = json::object();
-  write_fields(model_fields(), s.model, model);
-  json gpu = json::object();
-  write_fields(gpu_fields(), s.gpu, gpu);
-  // Only where it is used, so the resolved config of a plain roofline run stays as it was.
-  if (s.cost_model.type == "corrected_roofline" && s.gpu.roofline_correction.present) {
-    const auto& rc = s.gpu.roofline_correction;
-    gpu["roofline_correction"] = {{"bandwidth_fraction", rc.bandwidth_fraction},
-                                  {"pointwise_bandwidth_fraction", rc.pointwise_bandwidth_fraction},
-                                  {"flops_fraction", rc.flops_fraction},
-                                  {"layer_overhead_s", rc.layer_overhead_s},
-                                  {"pass_overhead_s", rc.pass_overhead_s},
-                                  {"fitted_on", rc.fitted_on},
-                                  {"source", rc.source}};
-  }
-  if (s.cost_model.type == "shape_aware_roofline" && s.gpu.shape_aware_correction.present) {
-    gpu["shape_aware_correction"] = shape_aware_json(s.gpu.shape_aware_correction);
-  }
-  const auto& e = s.engine;
-  json engine = json::object();
-  write_fields(engine_fields(), e, engine);
-  // Only where it is used, so the resolved config of a one-GPU replica stays as it was.
-  if (e.tensor_parallel > 1) {
-    gpu["interconnect_bandwidth_bytes_per_s"] = s.gpu.interconnect_bandwidth_bytes_per_s;
-    gpu["interconnect_latency_s"] = s.gpu.interconnect_latency_s;
-    gpu["interconnect_source"] = s.gpu.interconnect_source;
-  }
-  json kv = {{"type", s.kv_policy.type()}};
-  s.kv_policy.policy->write(kv);
-  json workload = json::object();
-  write_fields(workload_fields(), s.workload, workload);
-  json cost = {{"type", s.cost_model.type}, {"step_overhead_s", s.cost_model.step_overhead_s}};
-  if (!s.cost_model.file.empty()) cost["file"] = s.cost_model.file;
-  const auto& a = s.admission;
-  json admission = {{"type", a.type()}};
-  a.policy->write(admission);
-  if (a.policy->limits() || a.memory_guard != "auto") admission["memory_guard"] = a.memory_guard;
-  if (a.join != "arrival") admission["join"] = a.join;
-  json output = json::object();
-  write_fields(output_fields(), s.output, output);
-  json resolved = {{"name", s.name},       {"comment", s.comment},   {"model", model},
-                   {"gpu", gpu},           {"engine", engine},       {"kv_policy", kv},
-                   {"workload", workload}, {"cost_model", cost},     {"horizon_s", s.horizon_s},
-                   {"seed", s.seed},       {"admission", admission}, {"output", output}};
+  nlohmann::json resolved = nlohmann::json::object();
+  write_fields(scenario_fields(), s, resolved);
   if (s.fleet) resolved["fleet"] = to_json(*s.fleet);
   return resolved;
 }
