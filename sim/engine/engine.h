@@ -3,22 +3,22 @@
 //
 // Events are arrivals, departures, engine steps, engine wakes and control instants, never tokens.
 // The engine admits callers through its AdmissionGate (sim/admission/admission_gate.h), keeps their
-// sessions in an EngineCore (sim/engine/engine_core.h) and has the step scheduler that engine.scheduler
-// names (sim/scheduler/step_scheduler.h) make its steps: Metronome's frame scheduler or vLLM V1's.
-// The serving layer pads any frame without output by silence_after_s with silence, so the reported
-// latency stays bounded while users hear nothing.
+// sessions in an EngineCore (sim/engine/engine_core.h) and has the step scheduler that
+// engine.scheduler names (sim/scheduler/step_scheduler.h) make its steps: Metronome's frame
+// scheduler or vLLM V1's. The serving layer pads any frame without output by silence_after_s with
+// silence, so the reported latency stays bounded while users hear nothing.
 #pragma once
 
 #include <memory>
 
 #include "base/rng.h"
 #include "sim/admission/admission_gate.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine_core.h"
-#include "sim/pool/pool_sizing.h"
 #include "sim/output/run_observer.h"
 #include "sim/output/run_result.h"
-#include "sim/config/scenario.h"
+#include "sim/pool/pool_sizing.h"
 #include "sim/scheduler/step_scheduler.h"
 #include "sim/workload/arrivals.h"
 #include "sim/workload/durations.h"

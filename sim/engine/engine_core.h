@@ -1,8 +1,8 @@
 // What a serving engine's step scheduler works on (sim/scheduler/step_scheduler.h): the session
 // slots and the queue of sessions waiting for their next frame, the block pool, the event queue,
-// the frame ledger and the run's result. The engine (sim/engine/engine.h) owns it, admits sessions into it
-// and retires them; a scheduler takes frames from the queue, serves them in steps and requeues
-// them.
+// the frame ledger and the run's result. The engine (sim/engine/engine.h) owns it, admits sessions
+// into it and retires them; a scheduler takes frames from the queue, serves them in steps and
+// requeues them.
 #pragma once
 
 #include <cstdint>
@@ -11,16 +11,16 @@
 #include <vector>
 
 #include "base/rng.h"
-#include "sim/pool/block_counter.h"
+#include "sim/config/scenario.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/frame_ledger.h"
 #include "sim/engine/frame_rule.h"
 #include "sim/engine/ready_queue.h"
+#include "sim/engine/session.h"
 #include "sim/output/run_observer.h"
 #include "sim/output/run_result.h"
-#include "sim/config/scenario.h"
-#include "sim/engine/session.h"
+#include "sim/pool/block_counter.h"
 
 namespace metronome {
 

@@ -18,11 +18,11 @@
 
 #include "base/time.h"
 #include "sim/admission/admission_controller.h"
+#include "sim/config/scenario.h"
+#include "sim/engine/session.h"
 #include "sim/output/latency_histogram.h"
 #include "sim/output/run_observer.h"
 #include "sim/output/run_result.h"
-#include "sim/config/scenario.h"
-#include "sim/engine/session.h"
 
 namespace metronome {
 

@@ -12,8 +12,8 @@
 #include "core/frame_growth.h"
 #include "core/kv_window.h"
 #include "sim/cost/pass_shape.h"
-#include "sim/kv_policy/kv_rule.h"
 #include "sim/engine/session.h"
+#include "sim/kv_policy/kv_rule.h"
 
 namespace metronome {
 

@@ -1,8 +1,8 @@
 // How an engine's steps are made: which queued frames a step serves, what it costs, and what
-// becomes of its frames when it ends. The engine (sim/engine/engine.h) owns the clock, admission and the
-// sessions' slots (sim/engine/engine_core.h) and knows no scheduler's rules; engine.scheduler names one
-// of the registered schedulers (step_schedulers.cpp): "frame", Metronome's frame scheduler
-// (frame_scheduler.h), or "vllm_v1", vLLM V1's iterations (vllm_v1.h).
+// becomes of its frames when it ends. The engine (sim/engine/engine.h) owns the clock, admission
+// and the sessions' slots (sim/engine/engine_core.h) and knows no scheduler's rules;
+// engine.scheduler names one of the registered schedulers (step_schedulers.cpp): "frame",
+// Metronome's frame scheduler (frame_scheduler.h), or "vllm_v1", vLLM V1's iterations (vllm_v1.h).
 #pragma once
 
 #include <cstdint>
@@ -43,8 +43,8 @@ struct StepSchedulerKind {
   std::string name;  // engine.scheduler
   // Blocks of the pool the scheduler keeps out of use (vLLM's null block).
   int64_t reserved_blocks = 0;
-  // Whether the admission controller's settled forecast (sim/admission/settled_forecast.h), a replay of the
-  // frame scheduler's periodic regime, models this scheduler.
+  // Whether the admission controller's settled forecast (sim/admission/settled_forecast.h), a
+  // replay of the frame scheduler's periodic regime, models this scheduler.
   bool periodic_forecast = false;
   std::function<std::unique_ptr<StepScheduler>(EngineCore&)> make;
 };
