@@ -32,6 +32,15 @@ void read_fields(const ConfigFields<C>& fields, JsonSection& section, C& c) {
   for (const auto& f : fields) f.read(section, c);
 }
 
+// A whole section: its fields, then no key left unread.
+template <class C>
+C parse_fields(const ConfigFields<C>& fields, JsonSection& section) {
+  C c;
+  read_fields(fields, section, c);
+  section.finish();
+  return c;
+}
+
 template <class C>
 void write_fields(const ConfigFields<C>& fields, const C& c, nlohmann::json& section) {
   for (const auto& f : fields) {

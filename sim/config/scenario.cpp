@@ -279,12 +279,7 @@ const ConfigFields<GpuConfig>& gpu_fields() {
   return f;
 }
 
-GpuConfig parse_gpu(JsonSection g) {
-  GpuConfig c;
-  read_fields(gpu_fields(), g, c);
-  g.finish();
-  return c;
-}
+GpuConfig parse_gpu(JsonSection g) { return parse_fields(gpu_fields(), g); }
 
 const std::vector<std::string>& kv_cache_dtypes() {
   static const std::vector<std::string> names = {"auto",     "fp8",      "fp8_e4m3",
@@ -364,12 +359,7 @@ const ConfigFields<EngineConfig>& engine_fields() {
   return f;
 }
 
-EngineConfig parse_engine(JsonSection e) {
-  EngineConfig c;
-  read_fields(engine_fields(), e, c);
-  e.finish();
-  return c;
-}
+EngineConfig parse_engine(JsonSection e) { return parse_fields(engine_fields(), e); }
 
 KvPolicyConfig parse_kv_policy(JsonSection k) {
   KvPolicyConfig c;
@@ -467,12 +457,7 @@ const ConfigFields<WorkloadConfig>& workload_fields() {
   return f;
 }
 
-WorkloadConfig parse_workload(JsonSection w) {
-  WorkloadConfig c;
-  read_fields(workload_fields(), w, c);
-  w.finish();
-  return c;
-}
+WorkloadConfig parse_workload(JsonSection w) { return parse_fields(workload_fields(), w); }
 
 // "auto" is resolved by parse_scenario (choose_cost_model) before the section is ever written.
 const std::vector<std::string>& cost_model_choices() {
@@ -507,12 +492,7 @@ const ConfigFields<CostModelConfig>& cost_model_fields() {
   return f;
 }
 
-CostModelConfig parse_cost_model(JsonSection m) {
-  CostModelConfig c;
-  read_fields(cost_model_fields(), m, c);
-  m.finish();
-  return c;
-}
+CostModelConfig parse_cost_model(JsonSection m) { return parse_fields(cost_model_fields(), m); }
 
 const ConfigFields<AdmissionConfig>& admission_fields() {
   using A = AdmissionConfig;
