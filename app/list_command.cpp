@@ -3,6 +3,7 @@
 // field with its unit and default (docs/scenarios.md has the long form; cli.list checks that every
 // field of a resolved scenario is listed here).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <iostream>
@@ -12,7 +13,16 @@
 
 #include "app/commands.h"
 #include "base/json_file.h"
+#include "sim/admission/admission_policy.h"
 #include "sim/config/catalog.h"
+#include "sim/cost/cost_models.h"
+#include "sim/exhaustion/exhaustion_policy.h"
+#include "sim/fleet/gateway.h"
+#include "sim/fleet/router.h"
+#include "sim/kv_policy/kv_policy.h"
+#include "sim/scheduler/step_scheduler.h"
+#include "sim/workload/arrivals.h"
+#include "sim/workload/durations.h"
 
 namespace metronome::cli {
 namespace {
@@ -21,8 +31,13 @@ struct Field {
   const char* key;
   const char* unit;
   const char* default_value;
-  const char* meaning;
+  std::string meaning;
 };
+
+// A kind's registered types, as the registry has them, so a new type is listed without a line here.
+std::string types(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, " | "));
+}
 
 // One row per field a scenario accepts (policy fields under the type that reads them).
 const std::vector<Field>& fields() {
@@ -85,16 +100,16 @@ const std::vector<Field>& fields() {
       {"engine.kv_cache_dtype", "-", "\"auto\"",
        "auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16 | "
        "float16"},
-      {"engine.exhaustion", "-", "\"stall\"", "stall | preempt_recompute (frame scheduler)"},
-      {"engine.scheduler", "-", "\"frame\"", "frame | vllm_v1"},
+      {"engine.exhaustion", "-", "\"stall\"",
+       types(exhaustion_policies().types()) + " (frame scheduler)"},
+      {"engine.scheduler", "-", "\"frame\"", types(step_scheduler_names())},
       {"engine.max_num_batched_tokens", "tokens", "8192", "vllm_v1: token budget per step"},
       {"engine.session_model", "-", "\"resumable\"", "vllm_v1: resumable | per_frame_request"},
       {"engine.enable_prefix_caching", "-", "true", "vllm_v1: prefix cache"},
       {"engine.silence_after_s", "s", "deadline", "a frame is padded with silence this late"},
       {"engine.tensor_parallel", "GPUs", "1", "1 | 2 | 4 | 8 GPUs per replica"},
       {"kv_policy.type", "-", "\"unbounded\"",
-       "unbounded | windowed | periodic_reset | context_cap | segment_eviction "
-       "(docs/kv_policies.md)"},
+       types(kv_policies().types()) + " (docs/kv_policies.md)"},
       {"kv_policy.window_tokens", "tokens", "required", "windowed: W previous tokens visible"},
       {"kv_policy.sink_tokens", "tokens", "0", "windowed: S first tokens always visible"},
       {"kv_policy.reset_frames", "frames", "required", "periodic_reset: KV cleared every K frames"},
@@ -103,8 +118,7 @@ const std::vector<Field>& fields() {
        "segment_eviction: G, a whole number of blocks"},
       {"kv_policy.segments", "segments", "required",
        "segment_eviction: N kept, the one being filled included"},
-      {"workload.arrival.type", "-", "required",
-       "all_at_once | fixed_interval | poisson | profile | uniform"},
+      {"workload.arrival.type", "-", "required", types(arrival_policies().types())},
       {"workload.arrival.sessions", "sessions", "required",
        "all_at_once, fixed_interval, uniform: callers"},
       {"workload.arrival.interval_s", "s", "required", "fixed_interval: between callers"},
@@ -115,7 +129,7 @@ const std::vector<Field>& fields() {
       {"workload.arrival.within_s", "s", "required",
        "uniform: each caller at a random time this long from start_s"},
       {"workload.arrival.start_s", "s", "0", "first caller"},
-      {"workload.duration.type", "-", "required", "fixed | exponential | lognormal"},
+      {"workload.duration.type", "-", "required", types(duration_policies().types())},
       {"workload.duration.seconds", "s", "required", "fixed: call length"},
       {"workload.duration.mean_s", "s", "required", "exponential: mean call length"},
       {"workload.duration.median_s", "s", "required", "lognormal: median call length"},
@@ -133,11 +147,10 @@ const std::vector<Field>& fields() {
       {"workload.prompt_tokens", "tokens", "0", "prefilled with the first frame"},
       {"workload.frame_jitter_s", "s", "0", "each frame released up to this late"},
       {"cost_model.type", "-", "\"auto\"",
-       "auto (the best the GPU has) | calibrated | "
-       "corrected_roofline | shape_aware_roofline | roofline | fixed"},
+       "auto (the best the GPU has) | " + types(cost_model_types())},
       {"cost_model.step_overhead_s", "s", "0.001", "scheduler and launch overhead per pass"},
       {"cost_model.file", "-", "\"\"", "calibrated: the calibration JSON"},
-      {"admission.type", "-", "\"none\"", "none | static | aimd | gradient"},
+      {"admission.type", "-", "\"none\"", types(admission_policies().types())},
       {"admission.memory_guard", "-", "\"auto\"",
        "auto | on | off: refuse callers whose worst case "
        "does not fit"},
@@ -157,10 +170,9 @@ const std::vector<Field>& fields() {
       {"admission.smoothing", "-", "0.2", "gradient: weight of each new target"},
       {"admission.long_window", "intervals", "60", "gradient: long-term average's length"},
       {"fleet.groups", "-", "required", "fleet: [{name, count, model, gpu, engine, kv_policy}]"},
-      {"fleet.router.type", "-", "\"round_robin\"",
-       "round_robin | least_sessions | most_free_blocks | p2c | latency"},
+      {"fleet.router.type", "-", "\"round_robin\"", types(router_policies().types())},
       {"fleet.router.by", "-", "\"sessions\"", "p2c: sessions | free_blocks"},
-      {"fleet.gateway.type", "-", "\"none\"", "none | token_bucket | shed | static | aimd"},
+      {"fleet.gateway.type", "-", "\"none\"", types(gateway_policies().types())},
       {"fleet.gateway.rate_per_s", "calls/s", "required", "token_bucket: refill rate"},
       {"fleet.gateway.burst", "calls", "1", "token_bucket: bucket size"},
       {"fleet.gateway.max_queue_depth", "sessions", "5", "shed: waiting for blocks, above: refuse"},

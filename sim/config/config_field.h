@@ -144,6 +144,12 @@ ConfigField<C> note_field(std::string key) {
   return {[key](JsonSection& s, C&) { s.string(key, ""); }, nullptr};
 }
 
+// Any JSON a reader may leave for people (a table of a fit's errors), accepted and not kept.
+template <class C>
+ConfigField<C> any_note_field(std::string key) {
+  return {[key](JsonSection& s, C&) { s.raw(key); }, nullptr};
+}
+
 // `f`, written only where `when` holds (a field only one mode uses).
 template <class C>
 ConfigField<C> written_if(ConfigField<C> f, std::function<bool(const C&)> when) {

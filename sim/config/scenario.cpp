@@ -218,43 +218,60 @@ void read_price(JsonSection& g, GpuConfig& c) {
 }
 
 // The corrected roofline's fit; written only under the cost model that uses it (to_json).
-void read_roofline_correction(JsonSection& g, GpuConfig& c) {
-  if (g.has("roofline_correction")) {
-    JsonSection r = g.section("roofline_correction", true);
-    auto& rc = c.roofline_correction;
-    rc.present = true;
-    rc.bandwidth_fraction = r.in_range("bandwidth_fraction", std::nullopt, 0.01, 1.0);
-    rc.pointwise_bandwidth_fraction =
-        r.in_range("pointwise_bandwidth_fraction", std::nullopt, 0.01, 1.0);
-    rc.flops_fraction = r.in_range("flops_fraction", std::nullopt, 0.01, 1.0);
-    rc.layer_overhead_s = r.in_range("layer_overhead_s", std::nullopt, 0, 1);
-    rc.pass_overhead_s = r.in_range("pass_overhead_s", std::nullopt, 0, 1);
-    rc.fitted_on = r.string("fitted_on", std::nullopt);
-    rc.source = r.string("source", std::nullopt);
-    r.raw("error");  // the fit's before/after error table, for readers
-    r.finish();
-  }
+const ConfigFields<RooflineCorrection>& roofline_correction_fields() {
+  using R = RooflineCorrection;
+  static const ConfigFields<R> f = {
+      number_field("bandwidth_fraction", &R::bandwidth_fraction, 0.01, 1.0, kRequired),
+      number_field("pointwise_bandwidth_fraction", &R::pointwise_bandwidth_fraction, 0.01, 1.0,
+                   kRequired),
+      number_field("flops_fraction", &R::flops_fraction, 0.01, 1.0, kRequired),
+      number_field("layer_overhead_s", &R::layer_overhead_s, 0, 1, kRequired),
+      number_field("pass_overhead_s", &R::pass_overhead_s, 0, 1, kRequired),
+      string_field("fitted_on", &R::fitted_on, {}, kRequired),
+      string_field("source", &R::source, {}, kRequired),
+      any_note_field<R>("error"),  // the fit's before/after error table, for readers
+  };
+  return f;
 }
 
-void read_shape_aware_correction(JsonSection& g, GpuConfig& c) {
-  if (g.has("shape_aware_correction")) {
-    JsonSection r = g.section("shape_aware_correction", true);
-    auto& sc = c.shape_aware_correction;
-    sc.present = true;
-    // Multipliers of datasheet seconds: a GEMM or pointwise op faster than 1/10 of its datasheet
-    // time, or slower than 100x, is a fit gone wrong, not a GPU.
-    sc.gemm_memory = r.in_range("gemm_memory", std::nullopt, 0.1, 100);
-    sc.gemm_compute = r.in_range("gemm_compute", std::nullopt, 0.1, 100);
-    sc.gemm_overlap = r.in_range("gemm_overlap", std::nullopt, 0, 1);
-    sc.gemm_kernel_s = r.in_range("gemm_kernel_s", std::nullopt, 0, 1);
-    for (size_t k = 0; k < 4; ++k)
-      sc.pointwise[k] = r.in_range(kPointwiseKinds[k], std::nullopt, 0.1, 100);
-    sc.pointwise_kernel_s = r.in_range("pointwise_kernel_s", std::nullopt, 0, 1);
-    sc.fitted_on = r.string("fitted_on", std::nullopt);
-    sc.source = r.string("source", std::nullopt);
-    r.raw("held_out");  // the fit's error on each profile left out, for readers
-    r.finish();
-  }
+// Multipliers of datasheet seconds: a GEMM or pointwise op faster than 1/10 of its datasheet time,
+// or slower than 100x, is a fit gone wrong, not a GPU.
+const ConfigFields<ShapeAwareCorrection>& shape_aware_correction_fields() {
+  using C = ShapeAwareCorrection;
+  static const ConfigFields<C> f = [] {
+    ConfigFields<C> v = {
+        number_field("gemm_memory", &C::gemm_memory, 0.1, 100, kRequired),
+        number_field("gemm_compute", &C::gemm_compute, 0.1, 100, kRequired),
+        number_field("gemm_overlap", &C::gemm_overlap, 0, 1, kRequired),
+        number_field("gemm_kernel_s", &C::gemm_kernel_s, 0, 1, kRequired),
+    };
+    for (size_t k = 0; k < kPointwiseKinds.size(); ++k) {
+      const std::string key = kPointwiseKinds[k];
+      v.push_back({[key, k](JsonSection& r, C& c) {
+                     c.pointwise[k] = r.in_range(key, std::nullopt, 0.1, 100);
+                   },
+                   [key, k](const C& c, nlohmann::json& j) { j[key] = c.pointwise[k]; }});
+    }
+    v.push_back(number_field("pointwise_kernel_s", &C::pointwise_kernel_s, 0, 1, kRequired));
+    v.push_back(string_field("fitted_on", &C::fitted_on, {}, kRequired));
+    v.push_back(string_field("source", &C::source, {}, kRequired));
+    v.push_back(any_note_field<C>("held_out"));  // the fit's error on each profile left out
+    return v;
+  }();
+  return f;
+}
+
+// An optional block of the GPU file, read by its own field list.
+template <class Block>
+ConfigField<GpuConfig> gpu_block(std::string key, Block GpuConfig::*m,
+                                 const ConfigFields<Block>& (*fields)()) {
+  return {[key, m, fields](JsonSection& g, GpuConfig& c) {
+            if (!g.has(key)) return;
+            JsonSection r = g.section(key, true);
+            c.*m = parse_fields(fields(), r);
+            (c.*m).present = true;
+          },
+          nullptr};
 }
 
 const ConfigFields<GpuConfig>& gpu_fields() {
@@ -273,8 +290,9 @@ const ConfigFields<GpuConfig>& gpu_fields() {
       {&read_interconnect, nullptr},
       {&read_price, nullptr},
       string_field("loaded_from", &G::loaded_from, {}, kInitial, Write::kReadOnly),
-      {&read_roofline_correction, nullptr},
-      {&read_shape_aware_correction, nullptr},
+      gpu_block("roofline_correction", &G::roofline_correction, &roofline_correction_fields),
+      gpu_block("shape_aware_correction", &G::shape_aware_correction,
+                &shape_aware_correction_fields),
   };
   return f;
 }
@@ -547,15 +565,8 @@ const ConfigFields<Scenario>& scenario_fields() {
          write_fields(gpu_fields(), s.gpu, gpu);
          // Only where it is used, so the resolved config of a plain roofline run stays as it was.
          if (s.cost_model.type == "corrected_roofline" && s.gpu.roofline_correction.present) {
-           const auto& rc = s.gpu.roofline_correction;
-           gpu["roofline_correction"] = {
-               {"bandwidth_fraction", rc.bandwidth_fraction},
-               {"pointwise_bandwidth_fraction", rc.pointwise_bandwidth_fraction},
-               {"flops_fraction", rc.flops_fraction},
-               {"layer_overhead_s", rc.layer_overhead_s},
-               {"pass_overhead_s", rc.pass_overhead_s},
-               {"fitted_on", rc.fitted_on},
-               {"source", rc.source}};
+           write_fields(roofline_correction_fields(), s.gpu.roofline_correction,
+                        new_section(gpu, "roofline_correction"));
          }
          if (s.cost_model.type == "shape_aware_roofline" && s.gpu.shape_aware_correction.present) {
            gpu["shape_aware_correction"] = shape_aware_json(s.gpu.shape_aware_correction);
@@ -1117,14 +1128,8 @@ std::optional<int64_t> kv_cache_dtype_bytes(const std::string& dtype) {
 }
 
 nlohmann::json shape_aware_json(const ShapeAwareCorrection& c) {
-  nlohmann::json j = {{"gemm_memory", c.gemm_memory},
-                      {"gemm_compute", c.gemm_compute},
-                      {"gemm_overlap", c.gemm_overlap},
-                      {"gemm_kernel_s", c.gemm_kernel_s},
-                      {"pointwise_kernel_s", c.pointwise_kernel_s},
-                      {"fitted_on", c.fitted_on},
-                      {"source", c.source}};
-  for (size_t k = 0; k < 4; ++k) j[kPointwiseKinds[k]] = c.pointwise[k];
+  nlohmann::json j = nlohmann::json::object();
+  write_fields(shape_aware_correction_fields(), c, j);
   return j;
 }
 
