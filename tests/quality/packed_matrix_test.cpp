@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "quality/workers.h"
@@ -101,10 +102,16 @@ std::vector<std::byte> random_blocks(GgmlType type, int64_t values, uint32_t see
 
 // The narrow product (few rows, weights rebuilt from block codes) gives the wide product's bytes:
 // the same weights (fma(d, q, m) equals the dequantized float) in the same chain, on every path,
-// for each block type, with partial panels and several matrices stacked.
+// for each block type, with several matrices stacked and the last panel full, past half or below
+// half (9 columns: one vector of AVX2's 8 and a lane).
 TEST_P(PackedMatrixIsa, NarrowProductFromBlockCodesEqualsTheWideOne) {
-  for (const GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0}) {
-    const int64_t k = 96, na = 45, nb = 19;
+  for (const auto& [type, na, nb] : {std::tuple{GgmlType::kQ4_0, int64_t{45}, int64_t{19}},
+                                     std::tuple{GgmlType::kQ4_1, int64_t{45}, int64_t{19}},
+                                     std::tuple{GgmlType::kQ8_0, int64_t{45}, int64_t{19}},
+                                     std::tuple{GgmlType::kQ4_1, int64_t{45}, int64_t{28}},
+                                     std::tuple{GgmlType::kQ4_1, int64_t{30}, int64_t{21}},
+                                     std::tuple{GgmlType::kQ8_0, int64_t{30}, int64_t{21}}}) {
+    const int64_t k = 96;
     const auto raw_a = random_blocks(type, na * k, 7), raw_b = random_blocks(type, nb * k, 8);
     std::vector<float> wa(static_cast<size_t>(na * k)), wb(static_cast<size_t>(nb * k));
     dequantize(type, raw_a, wa);
