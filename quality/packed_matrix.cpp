@@ -348,6 +348,56 @@ void narrow_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float*
   narrow_scalar(x, ldx, rows, scales, codes, nibbles, k, y, ldy, ncols);
 }
 
+// A panel's weights rebuilt from its codes, fma(d, q, m) each: the float panel's bytes
+// (ggml_blocks.h), into out [k, kP]. A product of many rows multiplies this copy, which stays in
+// the core's cache for all its rows, instead of streaming the float panel from memory: 0.75 bytes a
+// weight from memory instead of 4, for about a twentieth more work at 64 rows.
+void unpack_panel(const float* scales, const int8_t* codes, bool nibbles, int64_t k, float* out) {
+#if METRONOME_X86_SIMD
+  for (int64_t kb = 0; kb < k / 32; ++kb) {
+    const float* dm = scales + kb * 2 * kP;
+    const __m256 d0 = _mm256_loadu_ps(dm), d1 = _mm256_loadu_ps(dm + 8),
+                 d2 = _mm256_loadu_ps(dm + 16), d3 = _mm256_loadu_ps(dm + 24);
+    const __m256 m0 = _mm256_loadu_ps(dm + kP), m1 = _mm256_loadu_ps(dm + kP + 8),
+                 m2 = _mm256_loadu_ps(dm + kP + 16), m3 = _mm256_loadu_ps(dm + kP + 24);
+    for (int64_t j = kb * 32; j < kb * 32 + 32; ++j) {
+      const auto bytes = [](const int8_t* b) {
+        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
+      };
+      __m256i q0, q1, q2, q3;
+      if (nibbles) {
+        const __m256i lo = _mm256_cvtepu8_epi32(bytes(codes + j * kP / 2)),
+                      hi = _mm256_cvtepu8_epi32(bytes(codes + j * kP / 2 + 8));
+        const __m256i low4 = _mm256_set1_epi32(0xF);
+        q0 = _mm256_and_si256(lo, low4);
+        q1 = _mm256_and_si256(hi, low4);
+        q2 = _mm256_srli_epi32(lo, 4);
+        q3 = _mm256_srli_epi32(hi, 4);
+      } else {
+        const int8_t* b = codes + j * kP;
+        q0 = _mm256_cvtepi8_epi32(bytes(b));
+        q1 = _mm256_cvtepi8_epi32(bytes(b + 8));
+        q2 = _mm256_cvtepi8_epi32(bytes(b + 16));
+        q3 = _mm256_cvtepi8_epi32(bytes(b + 24));
+      }
+      float* o = out + j * kP;
+      _mm256_storeu_ps(o, _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(q0), m0));
+      _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(q1), m1));
+      _mm256_storeu_ps(o + 16, _mm256_fmadd_ps(d2, _mm256_cvtepi32_ps(q2), m2));
+      _mm256_storeu_ps(o + 24, _mm256_fmadd_ps(d3, _mm256_cvtepi32_ps(q3), m3));
+    }
+  }
+#else
+  for (int64_t j = 0; j < k; ++j) {
+    const float* dm = scales + (j / 32) * 2 * kP;
+    for (int64_t c = 0; c < kP; ++c) {
+      out[j * kP + c] =
+          std::fma(dm[c], static_cast<float>(code_at(codes, nibbles, j, c)), dm[kP + c]);
+    }
+  }
+#endif
+}
+
 void rows_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float* panel, int64_t k,
               float* y, int64_t ldy, int64_t ncols) {
 #if METRONOME_X86_SIMD
@@ -476,13 +526,14 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
   // product (a static split waits for the slowest). Which worker computes an output does not
   // change its chain. About 4 groups per worker keep the tasks even; a group's panels reuse the
   // row chunk from the worker's cache.
-  if (narrow() && m <= kNarrowRows && narrow_on.load(std::memory_order_relaxed)) {
-    const int64_t blocks = k_ / 32;
+  const bool from_codes = narrow() && narrow_on.load(std::memory_order_relaxed);
+  const int64_t blocks = k_ / 32, code_bytes = nibbles_ ? kP / 2 : kP;
+  if (from_codes && m <= kNarrowRows) {
     const int64_t group = std::max<int64_t>(1, panels_ / (4 * workers.size()));
     workers.for_each((panels_ + group - 1) / group, [&](int64_t task) {
       for (int64_t p = task * group; p < std::min(panels_, (task + 1) * group); ++p) {
         narrow_any(isa, x, ldx, m, scales_.data() + p * blocks * 2 * kP,
-                   codes_.data() + p * k_ * (nibbles_ ? kP / 2 : kP), nibbles_, k_, y + p * kP, ldy,
+                   codes_.data() + p * k_ * code_bytes, nibbles_, k_, y + p * kP, ldy,
                    std::min(kP, n_ - p * kP));
       }
     });
@@ -494,9 +545,17 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
   workers.for_each(chunks * groups, [&](int64_t task) {
     const int64_t m0 = task / groups * kRowChunk, rows = std::min(kRowChunk, m - m0);
     const int64_t p0 = task % groups * group, p1 = std::min(panels_, p0 + group);
+    thread_local std::vector<float> unpacked;
     for (int64_t p = p0; p < p1; ++p) {
-      rows_any(isa, x + m0 * ldx, ldx, rows, data_.data() + p * k_ * kP, k_, y + m0 * ldy + p * kP,
-               ldy, std::min(kP, n_ - p * kP));
+      const float* panel = data_.data() + p * k_ * kP;
+      if (from_codes) {
+        unpacked.resize(static_cast<size_t>(k_ * kP));
+        unpack_panel(scales_.data() + p * blocks * 2 * kP, codes_.data() + p * k_ * code_bytes,
+                     nibbles_, k_, unpacked.data());
+        panel = unpacked.data();
+      }
+      rows_any(isa, x + m0 * ldx, ldx, rows, panel, k_, y + m0 * ldy + p * kP, ldy,
+               std::min(kP, n_ - p * kP));
     }
   });
 }
