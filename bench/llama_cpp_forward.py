@@ -4,8 +4,9 @@
 
 Prints one JSON object: prefill tokens/s (one sequence fed CHUNK tokens a step up to TOKENS, logits
 of every token kept, as a perplexity run needs: logits_all) and decode tokens/s (64 tokens one at a
-time after a CHUNK-token prompt), each the median of REPS runs after a warm-up, with llama.cpp's
-own system info (the instruction sets its build uses).
+time after a CHUNK-token prompt), each the median of REPS runs after a warm-up, also per CPU second
+of the process (all its threads: at one thread on a shared machine, the work's own speed, as
+quality_forward reports it), with llama.cpp's own system info (the instruction sets its build uses).
 """
 import json
 import statistics
@@ -29,18 +30,18 @@ if len(ids) < max(tokens, chunk + GEN):
 
 def prefill():
     llm.reset()  # eval() drops the cache from position n_tokens (0 after a reset) on
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     llm.eval(ids[:tokens])
-    return tokens / (time.perf_counter() - t0)
+    return tokens / (time.perf_counter() - t0), tokens / (time.process_time() - c0)
 
 
 def decode():
     llm.reset()
     llm.eval(ids[:chunk])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(GEN):
         llm.eval([ids[chunk + i]])
-    return GEN / (time.perf_counter() - t0)
+    return GEN / (time.perf_counter() - t0), GEN / (time.process_time() - c0)
 
 
 prefill()
@@ -53,6 +54,8 @@ print(json.dumps({
     "chunk": chunk,
     "tokens": tokens,
     "system_info": llama_cpp.llama_print_system_info().decode(),
-    "prefill_tokens_per_s": statistics.median(pf),
-    "decode_tokens_per_s": statistics.median(dc),
+    "prefill_tokens_per_s": statistics.median(r[0] for r in pf),
+    "decode_tokens_per_s": statistics.median(r[0] for r in dc),
+    "prefill_tokens_per_cpu_s": statistics.median(r[1] for r in pf),
+    "decode_tokens_per_cpu_s": statistics.median(r[1] for r in dc),
 }, indent=2))

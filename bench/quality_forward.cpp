@@ -2,7 +2,7 @@
 // bench/quality_forward.sh.
 //   quality_forward MODEL.gguf TEXT.txt [--threads N] [--tokens N] [--chunk N] [--reps N]
 //                   [--isa AVX2+FMA|AVX-512|scalar]   (default: the widest the CPU has)
-//                   [--wide-decode]   (decode on the float panels, not the block codes)
+//                   [--wide-decode]   (every product on the float panels, not the block codes)
 // Prints one JSON object on stdout:
 //   prefill: one sequence, unbounded KV, fed `chunk` tokens a step up to `tokens` (what a
 //     perplexity run does; logits of every token), tokens/s as the median of `reps` runs;

@@ -59,16 +59,26 @@ void tile_scalar(const float* x, int64_t ldx, int64_t rows, const float* panel, 
   }
 }
 
+// Code of input j, column c of a panel's codes: one byte each, or two 4-bit codes a byte (column
+// c in the low nibble of byte c, column c + 16 in its high nibble: one load of 16 bytes gives the
+// whole panel's codes to AVX-512, 8 bytes give AVX2 two vectors of 8).
+int code_at(const int8_t* codes, bool nibbles, int64_t j, int64_t c) {
+  if (!nibbles) return codes[j * kP + c];
+  return (static_cast<uint8_t>(codes[j * kP / 2 + c % 16]) >> (c / 16 * 4)) & 0xF;
+}
+
 // The narrow product's reference: each weight rebuilt from its code as fma(d, q, m), then the same
 // chain as tile_scalar. `scales` and `codes` point at one panel's.
 void narrow_scalar(const float* x, int64_t ldx, int64_t rows, const float* scales,
-                   const int8_t* codes, int64_t k, float* y, int64_t ldy, int64_t ncols) {
+                   const int8_t* codes, bool nibbles, int64_t k, float* y, int64_t ldy,
+                   int64_t ncols) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < ncols; ++c) {
       float acc = 0.f;
       for (int64_t j = 0; j < k; ++j) {
         const float* dm = scales + (j / 32) * 2 * kP;
-        const float w = std::fma(dm[c], static_cast<float>(codes[j * kP + c]), dm[kP + c]);
+        const auto q = static_cast<float>(code_at(codes, nibbles, j, c));
+        const float w = std::fma(dm[c], q, dm[kP + c]);
         acc = std::fma(x[r * ldx + j], w, acc);
       }
       y[r * ldy + c] = acc;
@@ -171,42 +181,62 @@ __attribute__((target("avx512f"))) void tile_avx512(const float* x, int64_t ldx,
   store_rows_avx512<MR>(lo, hi, y, ldy, ncols);
 }
 
-// The narrow product on AVX2: MR rows (at most 4) x 16 columns (`h` the half), 8 accumulators, the
-// half's d and m (4 registers) and its two rebuilt weight vectors.
-template <int MR>
+// The narrow product on AVX2: MR rows x NV vectors of 8 columns from column h of the panel. A
+// decode step's row waits on its own chains, not on memory: each accumulator takes one FMA per
+// input, 4 cycles apart, so a kernel must hold enough of them to keep both FMA pipes busy. Half a
+// panel for one row (2 chains) ran at half AVX-512's speed; the whole panel (NV = 4) keeps 4 chains
+// and 4 weight rebuilds in flight per input, and MR = 4 takes half a panel (8 accumulators of
+// AVX2's 16 registers). Each weight is rebuilt once per input and used by every row.
+template <int MR, int NV, bool kNibbles>
 void narrow_avx2(const float* x, int64_t ldx, const float* scales, const int8_t* codes, int64_t k,
                  float* y, int64_t ldy, int64_t ncols, int64_t h) {
-  static_assert(MR >= 1 && MR <= 4);
-  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+  static_assert(MR >= 1 && MR <= 4 && MR * NV <= 12 && (NV == 2 || NV == 4));
+  // Named accumulators (row r, vector v), as in tile_avx2: an array's copy went to the stack.
+  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00,
+         a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00;
   for (int64_t kb = 0; kb < k / 32; ++kb) {
     const float* dm = scales + kb * 2 * kP + h;
-    const __m256 d0 = _mm256_loadu_ps(dm), d1 = _mm256_loadu_ps(dm + 8);
-    const __m256 m0 = _mm256_loadu_ps(dm + kP), m1 = _mm256_loadu_ps(dm + kP + 8);
     for (int64_t j = kb * 32; j < kb * 32 + 32; ++j) {
-      const int8_t* q = codes + j * kP + h;
-      const __m256 w0 = _mm256_fmadd_ps(d0,
-                                        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)))),
-                                        m0);
-      const __m256 w1 = _mm256_fmadd_ps(d1,
-                                        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
-                                            reinterpret_cast<const __m128i*>(q + 8)))),
-                                        m1);
-      const auto row = [&](int r, __m256& lo, __m256& hi) {
-        fma_row_avx2(x + r * ldx + j, w0, w1, lo, hi);
+      const int8_t* q = codes + j * (kNibbles ? kP / 2 : kP);
+      const __m256 x0 = _mm256_broadcast_ss(x + j);
+      const __m256 x1 = MR > 1 ? _mm256_broadcast_ss(x + ldx + j) : x0;
+      const __m256 x2 = MR > 2 ? _mm256_broadcast_ss(x + 2 * ldx + j) : x0;
+      const __m256 x3 = MR > 3 ? _mm256_broadcast_ss(x + 3 * ldx + j) : x0;
+      // Vector v's 8 weights, rebuilt, into each row's accumulator of that vector.
+      const auto vec = [&](int v, __m256& r0, __m256& r1, __m256& r2, __m256& r3) {
+        const int64_t c = h + 8 * v;  // the vector's first column in the panel
+        __m256i qi;
+        if constexpr (kNibbles) {
+          qi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + c % 16)));
+          qi = c < 16 ? _mm256_and_si256(qi, _mm256_set1_epi32(0xF)) : _mm256_srli_epi32(qi, 4);
+        } else {
+          qi = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + c)));
+        }
+        const __m256 w = _mm256_fmadd_ps(_mm256_loadu_ps(dm + 8 * v), _mm256_cvtepi32_ps(qi),
+                                         _mm256_loadu_ps(dm + kP + 8 * v));
+        r0 = _mm256_fmadd_ps(x0, w, r0);
+        if constexpr (MR > 1) r1 = _mm256_fmadd_ps(x1, w, r1);
+        if constexpr (MR > 2) r2 = _mm256_fmadd_ps(x2, w, r2);
+        if constexpr (MR > 3) r3 = _mm256_fmadd_ps(x3, w, r3);
       };
-      row(0, a0, b0);
-      if constexpr (MR > 1) row(1, a1, b1);
-      if constexpr (MR > 2) row(2, a2, b2);
-      if constexpr (MR > 3) row(3, a3, b3);
+      vec(0, a00, a10, a20, a30);
+      vec(1, a01, a11, a21, a31);
+      if constexpr (NV > 2) {
+        vec(2, a02, a12, a22, a30);
+        vec(3, a03, a13, a23, a30);
+      }
     }
   }
-  const __m256 lo[4] = {a0, a1, a2, a3}, hi[4] = {b0, b1, b2, b3};
-  store_rows_avx2<MR>(lo, hi, y, ldy, ncols);
+  const __m256 lo0[4] = {a00, a10, a20, a30}, hi0[4] = {a01, a11, a21, a31};
+  store_rows_avx2<MR>(lo0, hi0, y, ldy, ncols);
+  if (NV > 2 && ncols > 16) {
+    const __m256 lo1[4] = {a02, a12, a22, a30}, hi1[4] = {a03, a13, a23, a30};
+    store_rows_avx2<MR>(lo1, hi1, y + 16, ldy, ncols - 16);
+  }
 }
 
 // The narrow product on AVX-512: MR rows (at most 4) x the whole panel.
-template <int MR>
+template <int MR, bool kNibbles>
 __attribute__((target("avx512f"))) void narrow_avx512(const float* x, int64_t ldx,
                                                       const float* scales, const int8_t* codes,
                                                       int64_t k, float* y, int64_t ldy,
@@ -219,15 +249,19 @@ __attribute__((target("avx512f"))) void narrow_avx512(const float* x, int64_t ld
     const __m512 d0 = _mm512_loadu_ps(dm), d1 = _mm512_loadu_ps(dm + 16);
     const __m512 m0 = _mm512_loadu_ps(dm + kP), m1 = _mm512_loadu_ps(dm + kP + 16);
     for (int64_t j = kb * 32; j < kb * 32 + 32; ++j) {
-      const int8_t* q = codes + j * kP;
-      const __m512 w0 = _mm512_fmadd_ps(d0,
-                                        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)))),
-                                        m0);
-      const __m512 w1 = _mm512_fmadd_ps(d1,
-                                        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                                            reinterpret_cast<const __m128i*>(q + 16)))),
-                                        m1);
+      __m512i q0, q1;
+      if constexpr (kNibbles) {
+        const __m512i b = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + j * kP / 2)));
+        q0 = _mm512_and_si512(b, _mm512_set1_epi32(0xF));
+        q1 = _mm512_srli_epi32(b, 4);
+      } else {
+        const int8_t* q = codes + j * kP;
+        q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+        q1 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+      }
+      const __m512 w0 = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(q0), m0);
+      const __m512 w1 = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(q1), m1);
       fma_rows_avx512<MR>(x, ldx, j, w0, w1, lo, hi);
     }
   }
@@ -269,7 +303,8 @@ __attribute__((target("avx512f"))) void rows_avx512(const float* x, int64_t ldx,
 
 // At most kNarrowRows rows against one panel's codes.
 void narrow_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float* scales,
-                const int8_t* codes, int64_t k, float* y, int64_t ldy, int64_t ncols) {
+                const int8_t* codes, bool nibbles, int64_t k, float* y, int64_t ldy,
+                int64_t ncols) {
 #if METRONOME_X86_SIMD
   const auto by_rows = [&](auto kernel) {
     switch (rows) {
@@ -283,20 +318,84 @@ void narrow_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float*
         return kernel(std::integral_constant<int, 4>{});
     }
   };
+  const auto by_layout = [&](auto kernel) {
+    return nibbles ? kernel(std::true_type{}) : kernel(std::false_type{});
+  };
   if (isa == Isa::kAvx512) {
-    return by_rows([&](auto mr) {
-      narrow_avx512<decltype(mr)::value>(x, ldx, scales, codes, k, y, ldy, ncols);
+    return by_layout([&](auto nib) {
+      by_rows([&](auto mr) {
+        narrow_avx512<decltype(mr)::value, decltype(nib)::value>(x, ldx, scales, codes, k, y, ldy,
+                                                                 ncols);
+      });
     });
   }
   if (isa == Isa::kAvx2) {
-    return by_rows([&](auto mr) {
-      for (int64_t h = 0; h < ncols; h += 16)
-        narrow_avx2<decltype(mr)::value>(x, ldx, scales, codes, k, y + h, ldy, ncols - h, h);
+    return by_layout([&](auto nib) {
+      constexpr bool kNib = decltype(nib)::value;
+      if (rows == 4) {
+        for (int64_t h = 0; h < ncols; h += 16)
+          narrow_avx2<4, 2, kNib>(x, ldx, scales, codes, k, y + h, ldy, ncols - h, h);
+        return;
+      }
+      by_rows([&](auto mr) {
+        narrow_avx2<std::min(decltype(mr)::value, 3), 4, kNib>(x, ldx, scales, codes, k, y, ldy,
+                                                               ncols, 0);
+      });
     });
   }
 #endif
   (void)isa;
-  narrow_scalar(x, ldx, rows, scales, codes, k, y, ldy, ncols);
+  narrow_scalar(x, ldx, rows, scales, codes, nibbles, k, y, ldy, ncols);
+}
+
+// A panel's weights rebuilt from its codes, fma(d, q, m) each: the float panel's bytes
+// (ggml_blocks.h), into out [k, kP]. A product of many rows multiplies this copy, which stays in
+// the core's cache for all its rows, instead of streaming the float panel from memory: 0.75 bytes a
+// weight from memory instead of 4, for about a twentieth more work at 64 rows.
+void unpack_panel(const float* scales, const int8_t* codes, bool nibbles, int64_t k, float* out) {
+#if METRONOME_X86_SIMD
+  for (int64_t kb = 0; kb < k / 32; ++kb) {
+    const float* dm = scales + kb * 2 * kP;
+    const __m256 d0 = _mm256_loadu_ps(dm), d1 = _mm256_loadu_ps(dm + 8),
+                 d2 = _mm256_loadu_ps(dm + 16), d3 = _mm256_loadu_ps(dm + 24);
+    const __m256 m0 = _mm256_loadu_ps(dm + kP), m1 = _mm256_loadu_ps(dm + kP + 8),
+                 m2 = _mm256_loadu_ps(dm + kP + 16), m3 = _mm256_loadu_ps(dm + kP + 24);
+    for (int64_t j = kb * 32; j < kb * 32 + 32; ++j) {
+      const auto bytes = [](const int8_t* b) {
+        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b));
+      };
+      __m256i q0, q1, q2, q3;
+      if (nibbles) {
+        const __m256i lo = _mm256_cvtepu8_epi32(bytes(codes + j * kP / 2)),
+                      hi = _mm256_cvtepu8_epi32(bytes(codes + j * kP / 2 + 8));
+        const __m256i low4 = _mm256_set1_epi32(0xF);
+        q0 = _mm256_and_si256(lo, low4);
+        q1 = _mm256_and_si256(hi, low4);
+        q2 = _mm256_srli_epi32(lo, 4);
+        q3 = _mm256_srli_epi32(hi, 4);
+      } else {
+        const int8_t* b = codes + j * kP;
+        q0 = _mm256_cvtepi8_epi32(bytes(b));
+        q1 = _mm256_cvtepi8_epi32(bytes(b + 8));
+        q2 = _mm256_cvtepi8_epi32(bytes(b + 16));
+        q3 = _mm256_cvtepi8_epi32(bytes(b + 24));
+      }
+      float* o = out + j * kP;
+      _mm256_storeu_ps(o, _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(q0), m0));
+      _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(q1), m1));
+      _mm256_storeu_ps(o + 16, _mm256_fmadd_ps(d2, _mm256_cvtepi32_ps(q2), m2));
+      _mm256_storeu_ps(o + 24, _mm256_fmadd_ps(d3, _mm256_cvtepi32_ps(q3), m3));
+    }
+  }
+#else
+  for (int64_t j = 0; j < k; ++j) {
+    const float* dm = scales + (j / 32) * 2 * kP;
+    for (int64_t c = 0; c < kP; ++c) {
+      out[j * kP + c] =
+          std::fma(dm[c], static_cast<float>(code_at(codes, nibbles, j, c)), dm[kP + c]);
+    }
+  }
+#endif
 }
 
 void rows_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float* panel, int64_t k,
@@ -379,7 +478,15 @@ PackedMatrix PackedMatrix::stack(const std::vector<std::span<const float>>& ws,
   if (!narrow) return m;
   const int64_t blocks = k / 32;
   m.scales_.assign(static_cast<size_t>(m.panels_ * blocks * 2 * kP), 0.f);
-  m.codes_.assign(static_cast<size_t>(m.panels_ * k * kP), 0);
+  // Two codes a byte where every code is a nibble (Q4_0, Q4_1): a decode step reads 0.75 bytes a
+  // weight instead of 1.25.
+  m.nibbles_ = std::all_of(codes.begin(), codes.end(), [](const std::span<const BlockCodes>& c) {
+    return std::all_of(c.begin(), c.end(), [](const BlockCodes& bc) {
+      return std::all_of(bc.q, bc.q + 32, [](int8_t q) { return q >= 0 && q <= 0xF; });
+    });
+  });
+  const int64_t code_bytes = m.nibbles_ ? kP / 2 : kP;  // a panel's codes of one input
+  m.codes_.assign(static_cast<size_t>(m.panels_ * k * code_bytes), 0);
   row = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
     if (static_cast<int64_t>(codes[i].size()) != ns[i] * blocks) {
@@ -394,8 +501,15 @@ PackedMatrix PackedMatrix::stack(const std::vector<std::span<const float>>& ws,
         float* dm = m.scales_.data() + (p * blocks + b) * 2 * kP;
         dm[c] = bc.d;
         dm[kP + c] = bc.m;
-        int8_t* q = m.codes_.data() + (p * k + b * 32) * kP + c;
-        for (int64_t j = 0; j < 32; ++j) q[j * kP] = bc.q[j];
+        int8_t* q = m.codes_.data() + (p * k + b * 32) * code_bytes;
+        for (int64_t j = 0; j < 32; ++j) {
+          if (m.nibbles_) {
+            q[j * code_bytes + c % 16] =
+                static_cast<int8_t>(q[j * code_bytes + c % 16] | bc.q[j] << (c / 16 * 4));
+          } else {
+            q[j * code_bytes + c] = bc.q[j];
+          }
+        }
       }
     }
   }
@@ -412,13 +526,15 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
   // product (a static split waits for the slowest). Which worker computes an output does not
   // change its chain. About 4 groups per worker keep the tasks even; a group's panels reuse the
   // row chunk from the worker's cache.
-  if (narrow() && m <= kNarrowRows && narrow_on.load(std::memory_order_relaxed)) {
-    const int64_t blocks = k_ / 32;
+  const bool from_codes = narrow() && narrow_on.load(std::memory_order_relaxed);
+  const int64_t blocks = k_ / 32, code_bytes = nibbles_ ? kP / 2 : kP;
+  if (from_codes && m <= kNarrowRows) {
     const int64_t group = std::max<int64_t>(1, panels_ / (4 * workers.size()));
     workers.for_each((panels_ + group - 1) / group, [&](int64_t task) {
       for (int64_t p = task * group; p < std::min(panels_, (task + 1) * group); ++p) {
         narrow_any(isa, x, ldx, m, scales_.data() + p * blocks * 2 * kP,
-                   codes_.data() + p * k_ * kP, k_, y + p * kP, ldy, std::min(kP, n_ - p * kP));
+                   codes_.data() + p * k_ * code_bytes, nibbles_, k_, y + p * kP, ldy,
+                   std::min(kP, n_ - p * kP));
       }
     });
     return;
@@ -429,9 +545,17 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
   workers.for_each(chunks * groups, [&](int64_t task) {
     const int64_t m0 = task / groups * kRowChunk, rows = std::min(kRowChunk, m - m0);
     const int64_t p0 = task % groups * group, p1 = std::min(panels_, p0 + group);
+    thread_local std::vector<float> unpacked;
     for (int64_t p = p0; p < p1; ++p) {
-      rows_any(isa, x + m0 * ldx, ldx, rows, data_.data() + p * k_ * kP, k_, y + m0 * ldy + p * kP,
-               ldy, std::min(kP, n_ - p * kP));
+      const float* panel = data_.data() + p * k_ * kP;
+      if (from_codes) {
+        unpacked.resize(static_cast<size_t>(k_ * kP));
+        unpack_panel(scales_.data() + p * blocks * 2 * kP, codes_.data() + p * k_ * code_bytes,
+                     nibbles_, k_, unpacked.data());
+        panel = unpacked.data();
+      }
+      rows_any(isa, x + m0 * ldx, ldx, rows, panel, k_, y + m0 * ldy + p * kP, ldy,
+               std::min(kP, n_ - p * kP));
     }
   });
 }

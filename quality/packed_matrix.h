@@ -16,9 +16,13 @@
 //
 // A decode step multiplies a few rows: then every weight is read for a handful of FMAs and the
 // product waits on memory. A matrix built with its GGUF block codes (ggml_blocks.h) keeps them too,
-// in the same panels (per 32 inputs: each column's d and m, then 32 x 32 one-byte codes: 1.25
-// bytes a weight against 4), and a product of at most kNarrowRows rows reads those, rebuilding
-// each weight as fma(d, q, m), the dequantized float bit for bit, in the same chain.
+// in the same panels (per 32 inputs: each column's d and m, then 32 x 32 codes, one byte each, or
+// two a byte where every code is 4-bit as in Q4_0 and Q4_1: 1.25 or 0.75 bytes a weight against
+// 4), and a product of at most kNarrowRows rows reads those, rebuilding each weight as
+// fma(d, q, m), the dequantized float bit for bit, in the same chain. A product of more rows
+// rebuilds each panel so into a copy in the worker's cache and multiplies that: on this project's
+// machine one core read memory at 3-6 GB/s (other jobs running), and the float panels of the
+// logits alone are 113 MB.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +71,8 @@ class PackedMatrix {
   int64_t n_ = 0, k_ = 0, panels_ = 0;
   std::vector<float> data_;    // [panels, k, kPanel]
   std::vector<float> scales_;  // [panels, k / 32, 2, kPanel]: each column's d, then its m
-  std::vector<int8_t> codes_;  // [panels, k, kPanel]
+  bool nibbles_ = false;       // codes two a byte
+  std::vector<int8_t> codes_;  // [panels, k, kPanel] bytes, or [panels, k, kPanel / 2] nibbles
 };
 
 // The instruction set multiply() runs on here: "AVX-512", "AVX2+FMA" or "scalar" (the same bytes

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "quality/workers.h"
@@ -99,20 +100,28 @@ std::vector<std::byte> random_blocks(GgmlType type, int64_t values, uint32_t see
   return raw;
 }
 
-// The narrow product (few rows, weights rebuilt from block codes) gives the wide product's bytes:
+// Products from block codes (weights rebuilt from them) give the float panels' bytes:
 // the same weights (fma(d, q, m) equals the dequantized float) in the same chain, on every path,
-// for each block type, with partial panels and several matrices stacked.
-TEST_P(PackedMatrixIsa, NarrowProductFromBlockCodesEqualsTheWideOne) {
-  for (const GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0}) {
-    const int64_t k = 96, na = 45, nb = 19;
-    const auto raw_a = random_blocks(type, na * k, 7), raw_b = random_blocks(type, nb * k, 8);
+// for each block type (Q4_0 and Q4_1 keep their codes two a byte, Q8_0 one a byte, and so does a
+// stack with any Q8_0 in it), several matrices stacked, and the last panel full, past half or below
+// half (9 columns: one vector of AVX2's 8 and a lane).
+TEST_P(PackedMatrixIsa, ProductsFromBlockCodesEqualTheFloatPanels) {
+  using T = GgmlType;
+  for (const auto& [ta, tb, na, nb] : {std::tuple{T::kQ4_0, T::kQ4_0, int64_t{45}, int64_t{19}},
+                                       std::tuple{T::kQ4_1, T::kQ4_1, int64_t{45}, int64_t{19}},
+                                       std::tuple{T::kQ8_0, T::kQ8_0, int64_t{45}, int64_t{19}},
+                                       std::tuple{T::kQ4_1, T::kQ4_1, int64_t{45}, int64_t{28}},
+                                       std::tuple{T::kQ4_1, T::kQ8_0, int64_t{30}, int64_t{21}},
+                                       std::tuple{T::kQ8_0, T::kQ8_0, int64_t{30}, int64_t{21}}}) {
+    const int64_t k = 96;
+    const auto raw_a = random_blocks(ta, na * k, 7), raw_b = random_blocks(tb, nb * k, 8);
     std::vector<float> wa(static_cast<size_t>(na * k)), wb(static_cast<size_t>(nb * k));
-    dequantize(type, raw_a, wa);
-    dequantize(type, raw_b, wb);
+    dequantize(ta, raw_a, wa);
+    dequantize(tb, raw_b, wb);
     std::vector<BlockCodes> ca(static_cast<size_t>(na * k / 32)),
         cb(static_cast<size_t>(nb * k / 32));
-    block_codes(type, raw_a, ca);
-    block_codes(type, raw_b, cb);
+    block_codes(ta, raw_a, ca);
+    block_codes(tb, raw_b, cb);
     for (size_t i = 0; i < wa.size(); ++i) {
       const BlockCodes& c = ca[i / 32];
       ASSERT_EQ(std::fma(c.d, static_cast<float>(c.q[i % 32]), c.m), wa[i]) << i;
@@ -122,7 +131,9 @@ TEST_P(PackedMatrixIsa, NarrowProductFromBlockCodesEqualsTheWideOne) {
     ASSERT_FALSE(wide.narrow());
     ASSERT_TRUE(narrow.narrow());
     const int64_t n = na + nb;
-    for (int64_t m = 1; m <= PackedMatrix::kNarrowRows; ++m) {
+    // Up to kNarrowRows rows read the codes; more multiply each panel rebuilt from its codes
+    // (100: two row chunks).
+    for (const int64_t m : {1, 2, 3, 4, 5, 13, 100}) {
       const auto x = random_values(static_cast<size_t>(m * k), 9 + static_cast<uint32_t>(m));
       for (const int threads : {1, 3}) {
         Workers workers(threads);
@@ -130,7 +141,8 @@ TEST_P(PackedMatrixIsa, NarrowProductFromBlockCodesEqualsTheWideOne) {
         wide.multiply(x.data(), k, m, yw.data(), n, workers);
         narrow.multiply(x.data(), k, m, yn.data(), n, workers);
         EXPECT_EQ(std::memcmp(yw.data(), yn.data(), yw.size() * sizeof(float)), 0)
-            << GetParam() << " " << ggml_type_name(static_cast<uint32_t>(type)) << " m=" << m
+            << GetParam() << " " << ggml_type_name(static_cast<uint32_t>(ta)) << "+"
+            << ggml_type_name(static_cast<uint32_t>(tb)) << " n=" << n << " m=" << m
             << " threads=" << threads;
       }
     }
