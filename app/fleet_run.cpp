@@ -50,6 +50,7 @@ int simulate_fleet(const Scenario& s, const FleetRunOptions& o) {
   if (!o.out.empty()) {
     std::vector<std::string> files = {"summary.json", "scenario.json", "replicas.csv"};
     if (s.fleet->autoscale) files.push_back("replica_counts.csv");
+    if (s.fleet->gateway->control_loop()) files.push_back("gateway_control.csv");
     dir = std::make_unique<OutputDir>(o.out, "--out", files);
     observer_for = [&](size_t i) -> RunObserver* {
       folders.resize(std::max(folders.size(), i + 1));
@@ -90,6 +91,10 @@ int simulate_fleet(const Scenario& s, const FleetRunOptions& o) {
     if (s.fleet->autoscale) {
       write_file_atomically(dir->file("replica_counts.csv"), replica_counts_csv(r),
                             "replica_counts.csv");
+    }
+    if (r.gateway_initial_cap) {
+      write_file_atomically(dir->file("gateway_control.csv"), gateway_control_csv(r),
+                            "gateway_control.csv");
     }
     write_file_atomically(dir->file("scenario.json"), to_json(s).dump(2) + "\n", "scenario.json");
     write_file_atomically(dir->file("summary.json"), output_text(j) + "\n", "summary.json");

@@ -1,12 +1,18 @@
 #include <iostream>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "app/commands.h"
+#include "app/mpi_shards.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
+#include "base/json_file.h"
 #include "base/output_number.h"
 #include "sim/analysis/plan.h"
 #include "sim/analysis/recommend.h"
+#include "sim/sweep/sweep_spec.h"
 
 namespace metronome::cli {
 
@@ -22,7 +28,9 @@ Run add_plan(CLI::App& app) {
     ScenarioOptions scenario;
     PlanSpec spec;
     QualityFloorOptions quality_floor;
-    std::string autoscale;
+    std::string autoscale, shard;
+    std::vector<std::string> merge;
+    bool mpi = false;
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
@@ -42,6 +50,11 @@ Run add_plan(CLI::App& app) {
   cmd->add_option("--sinks", o->spec.sinks, "Sink sizes S to try, tokens (default 16)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  cmd->add_option("--kv", o->spec.kv_policies,
+                  "KV policies to try (default windowed): windowed (each W x S) and unbounded "
+                  "(every caller keeps its whole context; one candidate per GPU x TP)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({std::string("windowed"), std::string("unbounded")}));
   cmd->add_option("--max-replicas", o->spec.max_replicas,
                   "Largest fleet tried per candidate (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{10'000}));
@@ -54,6 +67,20 @@ Run add_plan(CLI::App& app) {
   cmd->add_option("-j,--jobs", o->spec.jobs,
                   "Worker threads over candidates (default 1); results do not depend on it")
       ->check(CLI::Range(1, 256));
+  auto* shard = cmd->add_option(
+      "--shard", o->shard,
+      "I/N: search only the candidates i with i % N == I (in the order GPU x TP x KV x W x S) and "
+      "print that shard's result as JSON, to combine with --merge (job arrays)");
+  auto* merge = cmd->add_option(
+      "--merge", o->merge,
+      "Shard files (plan --shard I/N's outputs, every I once, of the same options as here): "
+      "print the plan they make together, byte for byte what one process prints");
+  auto* mpi = cmd->add_flag(
+      "--mpi", o->mpi,
+      "Under mpirun: rank I of N searches shard I/N and rank 0 prints the plan merged from every "
+      "rank's (the single-process output, byte for byte). Needs a build with MPI (OpenMPI)");
+  shard->excludes(merge)->excludes(mpi);
+  merge->excludes(mpi);
   return [o]() {
     const Scenario s = o->scenario.load();
     PlanSpec spec = o->spec;
@@ -67,13 +94,45 @@ Run add_plan(CLI::App& app) {
       }
     }
     spec.progress = true;  // stderr_progress decides: terminal or not, --quiet
-    const Plan p = plan(s, spec);
-    if (o->scenario.json) {
-      std::cout << output_text(plan_json(s, spec, p)) << "\n";
-    } else {
-      std::cout << plan_text(s, spec, p);
+    // No fleet that meets the tests is an answer too ("best" is null): exit 0.
+    auto print = [&](const Plan& p) {
+      if (o->scenario.json) {
+        std::cout << output_text(plan_json(s, spec, p)) << "\n";
+      } else {
+        std::cout << plan_text(s, spec, p);
+      }
+    };
+    if (!o->shard.empty()) {
+      spec.shard = parse_shard(o->shard);
+      // Exact numbers (not output_text's rounding): the merge ranks on them.
+      std::cout << plan_shard(s, spec).dump() << "\n";
+      return 0;
     }
-    return 0;  // no fleet that meets the tests is an answer too: "best" is null
+    if (!o->merge.empty()) {
+      std::vector<std::pair<std::string, nlohmann::json>> shards;
+      for (const auto& f : o->merge) shards.emplace_back(f, read_json_file(f, "plan shard"));
+      print(merge_plan(s, spec, shards));
+      return 0;
+    }
+    if (o->mpi) {
+      return run_mpi_shards(
+          "metronome plan",
+          [&](Shard sh) {
+            PlanSpec mine = spec;
+            mine.shard = sh;
+            mine.progress = sh.index == 0;
+            return plan_shard(s, mine).dump();
+          },
+          [&](const std::vector<std::string>& ranks) {
+            std::vector<std::pair<std::string, nlohmann::json>> shards;
+            for (size_t r = 0; r < ranks.size(); ++r) {
+              shards.emplace_back("rank " + std::to_string(r), nlohmann::json::parse(ranks[r]));
+            }
+            print(merge_plan(s, spec, shards));
+          });
+    }
+    print(plan(s, spec));
+    return 0;
   };
 }
 

@@ -5,12 +5,10 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-
-#if defined(METRONOME_HAVE_MPI)
-#include <mpi.h>
-#endif
+#include <stdexcept>
 
 #include "app/commands.h"
+#include "app/mpi_shards.h"
 #include "app/option_checks.h"
 #include "base/config_error.h"
 #include "sim/sweep/sweep_runner.h"
@@ -21,47 +19,29 @@ namespace {
 std::atomic<bool> g_stop{false};
 extern "C" void on_sigint(int) { g_stop.store(true); }
 
-// MPI mode: the shards of --shard, one per rank, merged on rank 0 by the same code as sweep-merge.
-int run_mpi(const SweepSpec& spec, SweepOptions opt) {
-#if defined(METRONOME_HAVE_MPI)
+// MPI mode: the shards of --shard, one per rank, each into OUT/.rank-I, merged on rank 0 by the
+// same code as sweep-merge.
+int run_mpi(const SweepSpec& spec, const SweepOptions& opt) {
   if (opt.shard.count != 1) throw ConfigError("--mpi: the ranks choose the shards; drop --shard");
-  MPI_Init(nullptr, nullptr);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::string out = opt.out_dir;
-  opt.shard = Shard{rank, size};
-  opt.out_dir = out + "/.rank-" + std::to_string(rank);
-  opt.progress = opt.progress && rank == 0;
-  int ok = 1;
-  try {
-    ok = run_sweep(spec, opt).complete ? 1 : 0;
-  } catch (const std::exception& e) {
-    std::cerr << "metronome sweep: rank " << rank << ": " << e.what() << "\n";
-    ok = 0;
-  }
-  int all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  int status = all_ok ? 0 : 1;
-  if (rank == 0 && all_ok) {
-    std::vector<std::string> dirs;
-    for (int r = 0; r < size; ++r) dirs.push_back(out + "/.rank-" + std::to_string(r));
-    try {
-      merge_sweeps(dirs, out);
-      for (const auto& d : dirs) std::filesystem::remove_all(d);
-      std::cerr << "metronome sweep: " << size << " ranks merged into " << out << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "metronome sweep: merge on rank 0: " << e.what() << "\n";
-      status = 1;
-    }
-  }
-  MPI_Finalize();
-  return status;
-#else
-  (void)spec;
-  (void)opt;
-  throw ConfigError("--mpi: this build has no MPI (install libopenmpi-dev and rebuild)");
-#endif
+  auto rank_dir = [&out](size_t rank) { return out + "/.rank-" + std::to_string(rank); };
+  return run_mpi_shards(
+      "metronome sweep",
+      [&](Shard s) {
+        SweepOptions o = opt;
+        o.shard = s;
+        o.out_dir = rank_dir(static_cast<size_t>(s.index));
+        o.progress = opt.progress && s.index == 0;
+        if (!run_sweep(spec, o).complete) throw std::runtime_error("not every run was written");
+        return std::string();
+      },
+      [&](const std::vector<std::string>& ranks) {
+        std::vector<std::string> dirs;
+        for (size_t r = 0; r < ranks.size(); ++r) dirs.push_back(rank_dir(r));
+        merge_sweeps(dirs, out);
+        for (const auto& d : dirs) std::filesystem::remove_all(d);
+        std::cerr << "metronome sweep: " << ranks.size() << " ranks merged into " << out << "\n";
+      });
 }
 
 }  // namespace

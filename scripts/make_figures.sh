@@ -43,11 +43,11 @@ while (($#)); do
       ;;
     --only)
       only=$2; shift
-      [[ $only =~ ^([1-9]|10)(,([1-9]|10))*$ ]] || { echo "make_figures: --only takes figure numbers 1-10, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
+      [[ $only =~ ^([1-9]|1[01])(,([1-9]|1[01]))*$ ]] || { echo "make_figures: --only takes figure numbers 1-11, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
       ;;
     --reuse)
       reuse=$2; shift
-      [[ $reuse =~ ^([1-9]|10)(,([1-9]|10))*$ ]] || { echo "make_figures: --reuse takes figure numbers 1-10, e.g. 8 or 7,8, not '$reuse'" >&2; exit 2; }
+      [[ $reuse =~ ^([1-9]|1[01])(,([1-9]|1[01]))*$ ]] || { echo "make_figures: --reuse takes figure numbers 1-11, e.g. 8 or 7,8, not '$reuse'" >&2; exit 2; }
       ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "make_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;

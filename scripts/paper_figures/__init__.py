@@ -8,11 +8,11 @@ import os
 
 from . import (fig1_cliff_ramp, fig2_pool_fill, fig3_silent_failure, fig4_metastability,
                fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion,
-               fig10_fleet_admission)
+               fig10_fleet_admission, fig11_fleet_size)
 
 FIGURES = [fig1_cliff_ramp, fig2_pool_fill, fig3_silent_failure, fig4_metastability,
            fig5_admission, fig6_prediction, fig7_capacity, fig8_quality, fig9_exhaustion,
-           fig10_fleet_admission]
+           fig10_fleet_admission, fig11_fleet_size]
 
 
 def selected(only=()):

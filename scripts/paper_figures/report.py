@@ -3,14 +3,15 @@ notes on what is tuned, measured and by construction, and the figures with their
 import os
 
 from . import (fig3_silent_failure, fig4_metastability, fig5_admission, fig6_prediction,
-               fig7_capacity, fig8_quality, fig9_exhaustion, fig10_fleet_admission)
+               fig7_capacity, fig8_quality, fig9_exhaustion, fig10_fleet_admission,
+               fig11_fleet_size)
 from .plots import Table
 from .runs import load
 
 # The table reads as the argument runs (crashes, admission, capacity, recommendation, prediction,
 # the silent failure, exhaustion, the cost model, quality), not in figure order.
 ROWS = [fig4_metastability.rows, fig5_admission.rows, fig10_fleet_admission.rows,
-        fig10_fleet_admission.plan_rows,
+        fig10_fleet_admission.plan_rows, fig11_fleet_size.rows,
         fig7_capacity.capacity_rows,
         fig8_quality.recommend_rows, fig7_capacity.other_model_rows, fig6_prediction.rows,
         fig3_silent_failure.rows, fig9_exhaustion.rows, fig7_capacity.cost_model_rows,

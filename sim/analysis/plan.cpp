@@ -29,6 +29,10 @@ json autoscale_section(const PlanSpec& spec, int64_t replicas) {
   return a;
 }
 
+std::string kv_label(const PlanCandidate& c) {
+  return c.kv_policy == "unbounded" ? "unbounded KV" : fmt::format("W {} S {}", c.window, c.sinks);
+}
+
 // The candidate's scenario: the base with its GPU, degree and window, and a fleet of `replicas`
 // (none for 0).
 Scenario candidate_scenario(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
@@ -42,7 +46,10 @@ Scenario candidate_scenario(const Scenario& base, const PlanSpec& spec, const Pl
     j["cost_model"].erase("file");
   }
   j["engine"]["tensor_parallel"] = c.tensor_parallel;
-  j["kv_policy"] = {{"type", "windowed"}, {"window_tokens", c.window}, {"sink_tokens", c.sinks}};
+  j["kv_policy"] =
+      c.kv_policy == "unbounded"
+          ? json{{"type", "unbounded"}}
+          : json{{"type", "windowed"}, {"window_tokens", c.window}, {"sink_tokens", c.sinks}};
   if (replicas > 0) {
     const json a = c.autoscaled ? autoscale_section(spec, replicas) : json(nullptr);
     const int64_t count = c.autoscaled ? a["min_replicas"].get<int64_t>() : replicas;
@@ -51,8 +58,8 @@ Scenario candidate_scenario(const Scenario& base, const PlanSpec& spec, const Pl
                   {"gateway", {{"type", "none"}}}};
     if (c.autoscaled) j["fleet"]["autoscale"] = a;
   }
-  return parse_scenario(j, fmt::format("plan {} tp {} W {} S {}{}", c.gpu, c.tensor_parallel,
-                                       c.window, c.sinks, c.autoscaled ? " autoscaled" : ""));
+  return parse_scenario(j, fmt::format("plan {} tp {} {}{}", c.gpu, c.tensor_parallel, kv_label(c),
+                                       c.autoscaled ? " autoscaled" : ""));
 }
 
 PlanFleet run_fleet(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
@@ -128,6 +135,10 @@ void search(const Scenario& base, const PlanSpec& spec, PlanCandidate& c) {
 }
 
 std::string quality_skip(const PlanSpec& spec, PlanCandidate& c) {
+  if (c.kv_policy == "unbounded") {
+    c.ppl_ratio = 1.0;  // full attention: what the ratio is measured against
+    return "";
+  }
   for (const auto& [ws, r] : spec.ppl_ratio) {
     if (ws.first == c.window && ws.second == c.sinks) c.ppl_ratio = r;
   }
@@ -154,6 +165,42 @@ json fleet_json(const std::optional<PlanFleet>& f) {
           {"gpu_hours", f->gpu_hours}};
 }
 
+Plan plan_candidates(const PlanSpec& spec) {
+  Plan out;
+  auto add = [&](PlanCandidate c) {
+    out.candidates.push_back(c);
+    if (!spec.autoscale.is_null()) {
+      c.autoscaled = true;
+      out.candidates.push_back(c);
+    }
+  };
+  for (const auto& gpu : spec.gpus) {
+    for (int64_t k : spec.tensor_parallel) {
+      for (const auto& kv : spec.kv_policies) {
+        PlanCandidate c;
+        c.gpu = gpu;
+        c.tensor_parallel = k;
+        c.kv_policy = kv;
+        if (kv == "unbounded") {
+          add(c);
+          continue;
+        }
+        if (kv != "windowed") {
+          throw ConfigError("--kv: expected windowed or unbounded, not '" + kv + "'");
+        }
+        for (int64_t w : spec.windows) {
+          for (int64_t s : spec.sinks) {
+            c.window = w;
+            c.sinks = s;
+            add(c);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 double PlanCandidate::cost_per_hour() const {
@@ -167,7 +214,11 @@ double PlanCandidate::cost_per_call_hour() const {
   return cost_per_hour() * best->hours / best->call_hours;
 }
 
-Plan plan(const Scenario& base, const PlanSpec& spec) {
+namespace {
+
+// The candidates in the order given (GPU x TP x KV x W x S), each loaded and priced, none
+// searched yet.
+Plan prepare(const Scenario& base, const PlanSpec& spec) {
   if (base.engine.num_blocks) {
     throw ConfigError(base.source +
                       ": engine.num_gpu_blocks: plan sizes each candidate's pool from its GPU and "
@@ -186,25 +237,7 @@ Plan plan(const Scenario& base, const PlanSpec& spec) {
                   {"autoscale", autoscale_section(spec, spec.max_replicas)}};
     (void)parse_scenario(j, "plan --autoscale");
   }
-  Plan out;
-  for (const auto& gpu : spec.gpus) {
-    for (int64_t k : spec.tensor_parallel) {
-      for (int64_t w : spec.windows) {
-        for (int64_t s : spec.sinks) {
-          PlanCandidate c;
-          c.gpu = gpu;
-          c.tensor_parallel = k;
-          c.window = w;
-          c.sinks = s;
-          out.candidates.push_back(c);
-          if (!spec.autoscale.is_null()) {
-            c.autoscaled = true;
-            out.candidates.push_back(c);
-          }
-        }
-      }
-    }
-  }
+  Plan out = plan_candidates(spec);
   // Load each candidate once here (one thread): a GPU without a price is an error for the whole
   // plan; a degree or window the scenario refuses is a reason to skip that candidate.
   for (PlanCandidate& c : out.candidates) {
@@ -227,39 +260,224 @@ Plan plan(const Scenario& base, const PlanSpec& spec) {
       c.skipped = e.what();
     }
   }
-  // One task per candidate; each result lands in its own slot, so no byte depends on -j.
-  const size_t n = out.candidates.size();
+  return out;
+}
+
+// Searches the candidates the shard owns (by their index in the order given), on spec.jobs
+// threads. One task per candidate; each result lands in its own slot, so no byte depends on -j.
+void search_owned(const Scenario& base, const PlanSpec& spec, Plan& p) {
+  std::vector<size_t> owned;
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    if (spec.shard.owns(static_cast<int64_t>(i))) owned.push_back(i);
+  }
   const auto progress =
-      spec.progress ? stderr_progress("plan", static_cast<int64_t>(n), "candidates") : nullptr;
-  parallel_for(n, spec.jobs, [&](size_t i) {
-    PlanCandidate& c = out.candidates[i];
+      spec.progress ? stderr_progress("plan", static_cast<int64_t>(owned.size()), "candidates")
+                    : nullptr;
+  parallel_for(owned.size(), spec.jobs, [&](size_t k) {
+    PlanCandidate& c = p.candidates[owned[k]];
     if (c.skipped.empty()) search(base, spec, c);
     if (progress) progress->add();
   });
   if (progress) progress->finish();
-  // Those that meet the tests, cheapest first (fewer GPUs, then the order given, among equals);
-  // then the rest in the order given.
-  std::stable_sort(out.candidates.begin(), out.candidates.end(),
-                   [](const PlanCandidate& a, const PlanCandidate& b) {
-                     if (a.best.has_value() != b.best.has_value()) return a.best.has_value();
-                     if (!a.best) return false;
-                     if (a.cost_per_hour() != b.cost_per_hour()) {
-                       return a.cost_per_hour() < b.cost_per_hour();
-                     }
-                     return a.best->replicas * a.tensor_parallel <
-                            b.best->replicas * b.tensor_parallel;
-                   });
-  if (!out.candidates.empty() && out.candidates.front().best) out.best = 0;
+}
+
+// Those that meet the tests, cheapest first (fewer GPUs, then the order given, among equals);
+// then the rest in the order given.
+void rank(Plan& p) {
+  std::stable_sort(
+      p.candidates.begin(), p.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+        if (a.best.has_value() != b.best.has_value()) return a.best.has_value();
+        if (!a.best) return false;
+        if (a.cost_per_hour() != b.cost_per_hour()) {
+          return a.cost_per_hour() < b.cost_per_hour();
+        }
+        return a.best->replicas * a.tensor_parallel < b.best->replicas * b.tensor_parallel;
+      });
+  if (!p.candidates.empty() && p.candidates.front().best) p.best = 0;
+}
+
+json search_json(const PlanSpec& spec) {
+  json q = nullptr;
+  if (spec.max_ppl_ratio) {
+    q = {{"max_ppl_ratio", *spec.max_ppl_ratio}, {"source", spec.quality_source}};
+  }
+  return {{"gpus", spec.gpus},
+          {"tensor_parallel", spec.tensor_parallel},
+          {"windows", spec.windows},
+          {"sinks", spec.sinks},
+          {"kv_policies", spec.kv_policies},
+          {"max_replicas", spec.max_replicas},
+          {"autoscale", spec.autoscale},
+          {"quality_floor", q},
+          {"tests", "no replica stalled, no call turned away, true p99 <= deadline_s"}};
+}
+
+// A searched fleet as a shard writes it: every field, every double exactly (nlohmann's
+// round-trip printing), so the merge ranks and prints what the single process would.
+json fleet_state(const std::optional<PlanFleet>& f) {
+  if (!f) return nullptr;
+  return {{"replicas", f->replicas},
+          {"meets", f->meets},
+          {"why_not", f->why_not},
+          {"true_p99_ms", std::isfinite(f->true_p99_ms) ? json(f->true_p99_ms) : json(nullptr)},
+          {"silent_fraction", f->silent_fraction},
+          {"calls_offered", f->calls_offered},
+          {"calls_rejected", f->calls_rejected},
+          {"replicas_stalled", f->replicas_stalled},
+          {"call_hours", f->call_hours},
+          {"hours", f->hours},
+          {"gpu_hours", f->gpu_hours}};
+}
+
+std::optional<PlanFleet> fleet_from_state(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  PlanFleet f;
+  f.replicas = j.at("replicas").get<int64_t>();
+  f.meets = j.at("meets").get<bool>();
+  f.why_not = j.at("why_not").get<std::string>();
+  f.true_p99_ms = j.at("true_p99_ms").is_null() ? std::numeric_limits<double>::infinity()
+                                                : j.at("true_p99_ms").get<double>();
+  f.silent_fraction = j.at("silent_fraction").get<double>();
+  f.calls_offered = j.at("calls_offered").get<int64_t>();
+  f.calls_rejected = j.at("calls_rejected").get<int64_t>();
+  f.replicas_stalled = j.at("replicas_stalled").get<int64_t>();
+  f.call_hours = j.at("call_hours").get<double>();
+  f.hours = j.at("hours").get<double>();
+  f.gpu_hours = j.at("gpu_hours").get<double>();
+  return f;
+}
+
+// What names a candidate, to check that a shard's candidate i is this plan's.
+json candidate_key(const PlanCandidate& c) {
+  return {{"gpu", c.gpu},
+          {"tensor_parallel", c.tensor_parallel},
+          {"kv_policy", c.kv_policy},
+          {"window_tokens", c.window},
+          {"sink_tokens", c.sinks},
+          {"autoscaled", c.autoscaled}};
+}
+
+}  // namespace
+
+Plan plan(const Scenario& base, const PlanSpec& spec) {
+  Plan out = prepare(base, spec);
+  PlanSpec whole = spec;
+  whole.shard = Shard{};
+  search_owned(base, whole, out);
+  rank(out);
   return out;
+}
+
+json plan_shard(const Scenario& base, const PlanSpec& spec) {
+  Plan p = prepare(base, spec);
+  search_owned(base, spec, p);
+  json rows = json::array();
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    if (!spec.shard.owns(static_cast<int64_t>(i))) continue;
+    const PlanCandidate& c = p.candidates[i];
+    rows.push_back({{"index", i},
+                    {"candidate", candidate_key(c)},
+                    {"best", fleet_state(c.best)},
+                    {"one_fewer", fleet_state(c.short_of)},
+                    {"simulations", c.runs}});
+  }
+  return {{"metronome_plan_shard", {{"index", spec.shard.index}, {"count", spec.shard.count}}},
+          {"metronome_version", version_string()},
+          {"scenario", to_json(base)},
+          {"search", search_json(spec)},
+          {"candidates", rows}};
+}
+
+Plan merge_plan(const Scenario& base, const PlanSpec& spec,
+                const std::vector<std::pair<std::string, json>>& shards) {
+  if (shards.empty()) throw ConfigError("plan --merge: expected at least one shard file");
+  Plan p = prepare(base, spec);
+  const json scenario = to_json(base), search = search_json(spec);
+  std::optional<int64_t> count;
+  std::vector<std::string> seen;  // by shard index: the file that gave it
+  std::vector<bool> filled(p.candidates.size(), false);
+  for (const auto& [file, j] : shards) {
+    try {
+      if (!j.is_object() || !j.contains("metronome_plan_shard")) {
+        throw ConfigError(file + ": expected a plan shard (the output of plan --shard I/N)");
+      }
+      const json& sh = j.at("metronome_plan_shard");
+      const int64_t index = sh.at("index").get<int64_t>(), n = sh.at("count").get<int64_t>();
+      if (n < 1 || index < 0 || index >= n) {
+        throw ConfigError(file + ": metronome_plan_shard: expected 0 <= index < count");
+      }
+      if (count && n != *count) {
+        throw ConfigError(fmt::format(
+            "{}: metronome_plan_shard.count: shard {} of {}, expected one of {} as {} is", file,
+            index, n, *count, shards.front().first));
+      }
+      count = n;
+      seen.resize(static_cast<size_t>(n));
+      if (!seen[static_cast<size_t>(index)].empty()) {
+        throw ConfigError(fmt::format("{}: shard {} of {} given twice (also {})", file, index, n,
+                                      seen[static_cast<size_t>(index)]));
+      }
+      seen[static_cast<size_t>(index)] = file;
+      if (j.at("scenario") != scenario) {
+        throw ConfigError(file +
+                          ": scenario: this shard planned another scenario than the one given "
+                          "here; expected the --scenario and --set the shards were given");
+      }
+      if (j.at("search") != search) {
+        std::string key;  // the first option that differs
+        for (const auto& [k, v] : search.items()) {
+          if (!j.at("search").contains(k) || j.at("search").at(k) != v) {
+            key = k;
+            break;
+          }
+        }
+        throw ConfigError(fmt::format(
+            "{}: search: this shard searched other candidates ({} {}), expected the same options "
+            "as here ({} {})",
+            file, key, j.at("search").value(key, json(nullptr)).dump(), key,
+            search.value(key, json(nullptr)).dump()));
+      }
+      for (const json& row : j.at("candidates")) {
+        const auto i = row.at("index").get<size_t>();
+        if (i >= p.candidates.size() || static_cast<int64_t>(i) % n != index ||
+            row.at("candidate") != candidate_key(p.candidates[i])) {
+          throw ConfigError(
+              fmt::format("{}: candidates: candidate {} is not this plan's", file, i));
+        }
+        PlanCandidate& c = p.candidates[i];
+        c.best = fleet_from_state(row.at("best"));
+        c.short_of = fleet_from_state(row.at("one_fewer"));
+        c.runs = row.at("simulations").get<int64_t>();
+        filled[i] = true;
+      }
+    } catch (const json::exception& e) {
+      throw ConfigError(file + ": not a whole plan shard (" + e.what() + ")");
+    }
+  }
+  for (size_t k = 0; k < seen.size(); ++k) {
+    if (seen[k].empty()) {
+      throw ConfigError(fmt::format("plan --merge: shard {} of {} is missing", k, *count));
+    }
+  }
+  for (size_t i = 0; i < filled.size(); ++i) {
+    if (!filled[i]) {
+      throw ConfigError(
+          fmt::format("{}: candidates: candidate {} is missing", seen[i % seen.size()], i));
+    }
+  }
+  rank(p);
+  return p;
 }
 
 json plan_json(const Scenario& base, const PlanSpec& spec, const Plan& p) {
   json rows = json::array();
   for (const auto& c : p.candidates) {
+    const bool windowed = c.kv_policy == "windowed";
     rows.push_back({{"gpu", c.gpu},
                     {"tensor_parallel", c.tensor_parallel},
-                    {"window_tokens", c.window},
-                    {"sink_tokens", c.sinks},
+                    {"kv_policy", c.kv_policy},
+                    {"window_tokens", windowed ? json(c.window) : json(nullptr)},
+                    {"sink_tokens", windowed ? json(c.sinks) : json(nullptr)},
                     {"autoscaled", c.autoscaled},
                     {"price_per_gpu_hour", c.price_per_gpu_hour},
                     {"ppl_ratio", c.ppl_ratio ? json(*c.ppl_ratio) : json(nullptr)},
@@ -271,21 +489,9 @@ json plan_json(const Scenario& base, const PlanSpec& spec, const Plan& p) {
                     {"cost_per_call_hour", c.best ? json(c.cost_per_call_hour()) : json(nullptr)},
                     {"simulations", c.runs}});
   }
-  json q = nullptr;
-  if (spec.max_ppl_ratio) {
-    q = {{"max_ppl_ratio", *spec.max_ppl_ratio}, {"source", spec.quality_source}};
-  }
   return {{"metronome_version", version_string()},
           {"scenario", to_json(base)},
-          {"search",
-           {{"gpus", spec.gpus},
-            {"tensor_parallel", spec.tensor_parallel},
-            {"windows", spec.windows},
-            {"sinks", spec.sinks},
-            {"max_replicas", spec.max_replicas},
-            {"autoscale", spec.autoscale},
-            {"quality_floor", q},
-            {"tests", "no replica stalled, no call turned away, true p99 <= deadline_s"}}},
+          {"search", search_json(spec)},
           {"best", p.best ? json(*p.best) : json(nullptr)},
           {"candidates", rows}};
 }
@@ -307,10 +513,10 @@ std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p)
   } else {
     const PlanCandidate& b = p.candidates[*p.best];
     o << fmt::format(
-        "best       {}{} x {} (TP {}, {} GPUs), W {} S {}: ${:.2f} per hour, ${:.4f} per "
+        "best       {}{} x {} (TP {}, {} GPUs), {}: ${:.2f} per hour, ${:.4f} per "
         "call-hour; true p99 {:.1f} ms, {:.2f}% silent, {} of {} calls rejected\n",
         b.autoscaled ? "autoscaled up to " : "", b.best->replicas, b.gpu, b.tensor_parallel,
-        b.best->replicas * b.tensor_parallel, b.window, b.sinks, b.cost_per_hour(),
+        b.best->replicas * b.tensor_parallel, kv_label(b), b.cost_per_hour(),
         b.cost_per_call_hour(), b.best->true_p99_ms, 100 * b.best->silent_fraction,
         b.best->calls_rejected, b.best->calls_offered);
     if (b.short_of) {
@@ -323,18 +529,25 @@ std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p)
   size_t shown = 0;
   for (const auto& c : p.candidates) {
     if (++shown > 12) break;
+    // An unbounded candidate has no window or sinks: "-" in both columns.
+    const bool windowed = c.kv_policy == "windowed";
+    const std::string w = windowed ? std::to_string(c.window) : "-";
+    const std::string s = windowed ? std::to_string(c.sinks) : "-";
     if (c.best) {
+      std::string note = c.kv_policy == "unbounded" ? "unbounded KV" : "";
+      if (c.autoscaled) {
+        note += fmt::format("{}autoscaled: {:.1f} GPU-hours", note.empty() ? "" : "; ",
+                            c.best->gpu_hours);
+      }
       o << fmt::format("{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10.2f} {:>12.4f} {:>10.1f}{}\n",
-                       c.gpu, c.tensor_parallel, c.window, c.sinks, c.best->replicas,
+                       c.gpu, c.tensor_parallel, w, s, c.best->replicas,
                        c.best->replicas * c.tensor_parallel, c.cost_per_hour(),
                        c.cost_per_call_hour(), c.best->true_p99_ms,
-                       c.autoscaled
-                           ? fmt::format("  autoscaled: {:.1f} GPU-hours", c.best->gpu_hours)
-                           : std::string());
+                       note.empty() ? "" : "  " + note);
     } else {
       o << fmt::format(
           "{:<10} {:>3} {:>6} {:>4} {:>9} {:>5} {:>10} {:>12} {:>10}  {}\n", c.gpu,
-          c.tensor_parallel, c.window, c.sinks, "-", "-", "-", "-", "-",
+          c.tensor_parallel, w, s, "-", "-", "-", "-", "-",
           !c.skipped.empty() ? "skipped: " + c.skipped.substr(0, 100)
           : c.short_of ? fmt::format("{} replicas: {}", c.short_of->replicas, c.short_of->why_not)
                        : std::string());

@@ -10,6 +10,10 @@
 // reported, so the margin is visible. A window or sinks that fails the quality floor (a perplexity
 // ratio to full attention above max_ppl_ratio, or none measured) is not tried.
 //
+// The KV policies tried (PlanSpec::kv_policies): "windowed", over every W x S, and "unbounded"
+// (every caller keeps its whole context: one candidate per GPU x degree, W and S 0, full
+// attention's quality), so the same search sizes a fleet with and without a window.
+//
 // With an autoscale section (PlanSpec::autoscale) each candidate is also tried autoscaled: one
 // group that starts at min_replicas and scales by the section's rule (sim/fleet/autoscale.h),
 // the searched count being its max_replicas, priced by the GPU-hours it ran (started to gone),
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/shard.h"
 #include "sim/config/scenario.h"
 
 namespace metronome {
@@ -31,6 +36,7 @@ struct PlanSpec {
   std::vector<int64_t> tensor_parallel{1, 2, 4, 8};
   std::vector<int64_t> windows{240, 480, 960, 1920};
   std::vector<int64_t> sinks{16};
+  std::vector<std::string> kv_policies{"windowed"};  // "windowed" (x windows x sinks), "unbounded"
   int64_t max_replicas = 64;
   // (W, S) -> perplexity ratio to full attention (read_ppl_ratios, sim/analysis/recommend.h).
   std::vector<std::pair<std::pair<int64_t, int64_t>, double>> ppl_ratio;
@@ -41,6 +47,7 @@ struct PlanSpec {
   nlohmann::json autoscale;
   int jobs = 1;
   bool progress = false;
+  Shard shard;  // plan_shard: the candidates it searches (by index in the order given)
 };
 
 struct PlanFleet {
@@ -57,6 +64,7 @@ struct PlanFleet {
 
 struct PlanCandidate {
   std::string gpu;
+  std::string kv_policy = "windowed";  // or "unbounded" (window and sinks 0)
   int64_t tensor_parallel = 1, window = 0, sinks = 0;
   bool autoscaled = false;  // best->replicas is then the most it may scale to
   double price_per_gpu_hour = 0;
@@ -77,6 +85,15 @@ struct Plan {
 
 // ConfigError naming the GPU file and price_per_gpu_hour where a candidate GPU states no price.
 Plan plan(const Scenario& base, const PlanSpec& spec);
+// Over machines: plan_shard searches only spec.shard's candidates (i % count == index, i in the
+// order GPU x TP x KV x W x S) and returns them, every number exact, with the scenario and the
+// search it ran. merge_plan takes every shard's (file name, document) of one plan and returns
+// what plan() returns for the same scenario and spec, so plan_json and plan_text print it byte
+// for byte. ConfigError naming the file where a shard is of another scenario or search, given
+// twice, of another shard count, or not a shard; or naming the shard that is missing.
+nlohmann::json plan_shard(const Scenario& base, const PlanSpec& spec);
+Plan merge_plan(const Scenario& base, const PlanSpec& spec,
+                const std::vector<std::pair<std::string, nlohmann::json>>& shards);
 nlohmann::json plan_json(const Scenario& base, const PlanSpec& spec, const Plan& p);
 std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p);
 

@@ -42,6 +42,7 @@ Fleet::Fleet(const Scenario& s, ObserverFor observer_for)
   if (const ControlLoop* loop = config_.gateway->control_loop()) {
     // The engines' own control period (Engine::begin): the readings fall on their instants.
     gateway_period_ = std::max<Time>(1, from_seconds(loop->interval_s));
+    result_.gateway_initial_cap = gateway_->control_cap();
   }
 }
 
@@ -178,7 +179,9 @@ void Fleet::read_gateway(Time now) {
     if (g.live > 0 && !std::isnan(g.signal_s)) signals_.push_back(g.signal_s);
   }
   for (size_t i : draining_) live += engines_[i]->gauges().live;
-  gateway_->on_reading(now, signals_, live);
+  const double signal = gateway_->on_reading(now, signals_, live);
+  result_.gateway_readings.push_back(
+      {to_seconds(now), gateway_->control_cap().value_or(0), live, signal});
 }
 
 void Fleet::control_until(Time until, bool calls_left) {

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "sim/admission/aimd.h"
@@ -39,15 +41,17 @@ class FleetAimd : public Gateway {
   const char* refuse(Time, const ReplicaView&, int64_t fleet_live) override {
     return fleet_live >= aimd_.cap() ? "fleet_aimd" : nullptr;
   }
-  void on_reading(Time now, std::vector<double>& replica_signals, int64_t fleet_live) override {
+  double on_reading(Time now, std::vector<double>& replica_signals, int64_t fleet_live) override {
     ControlSignal s;
     s.now = now;
     s.live = fleet_live;
     s.frames = static_cast<int64_t>(replica_signals.size());  // zero: nobody to hear, hold
     s.latency_s = replica_signals.empty() ? 0 : nearest_rank(replica_signals, over_);
     aimd_.on_interval(s);
+    return replica_signals.empty() ? std::numeric_limits<double>::quiet_NaN() : s.latency_s;
   }
   int64_t cap() const { return aimd_.cap(); }
+  std::optional<int64_t> control_cap() const override { return cap(); }
 
  private:
   Aimd aimd_;

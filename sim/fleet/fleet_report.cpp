@@ -114,6 +114,24 @@ json fleet_json(const Scenario& s, const FleetResult& r) {
                           {"replica_counts", counts},
                           {"replica_counts_columns", {"time_s", "provisioned", "ready"}}};
   }
+  if (r.gateway_initial_cap) {
+    // The series is gateway_control.csv's; the summary says how far and how often the cap moved.
+    int64_t lo = *r.gateway_initial_cap, hi = lo, cuts = 0, raises = 0, prev = lo;
+    for (const GatewayReading& g : r.gateway_readings) {
+      lo = std::min(lo, g.cap);
+      hi = std::max(hi, g.cap);
+      cuts += g.cap < prev ? 1 : 0;
+      raises += g.cap > prev ? 1 : 0;
+      prev = g.cap;
+    }
+    fleet["gateway_control"] = {{"readings", r.gateway_readings.size()},
+                                {"cap_initial", *r.gateway_initial_cap},
+                                {"cap_final", prev},
+                                {"cap_min", lo},
+                                {"cap_max", hi},
+                                {"cuts", cuts},
+                                {"raises", raises}};
+  }
   json j = {{"metronome_version", version_string()},
             {"scenario", to_json(s)},
             {"fleet", fleet},
@@ -127,6 +145,18 @@ std::string replica_counts_csv(const FleetResult& r) {
   o << "time_s,provisioned,ready\n";
   for (const ReplicaCount& c : r.replica_counts()) {
     o << output_text(json(c.time_s)) << "," << c.provisioned << "," << c.ready << "\n";
+  }
+  return o.str();
+}
+
+std::string gateway_control_csv(const FleetResult& r) {
+  std::ostringstream o;
+  o << "time_s,cap,live_sessions,signal_ms\n";
+  for (const GatewayReading& g : r.gateway_readings) {
+    // As the engines' time series write a signal: empty where there is no finite one (no replica
+    // held a session, or one's frames were never served).
+    o << csv_number(g.time_s) << "," << g.cap << "," << g.live << ","
+      << (std::isfinite(g.signal_s) ? csv_number(g.signal_s * 1e3) : std::string()) << "\n";
   }
   return o.str();
 }

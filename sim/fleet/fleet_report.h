@@ -17,5 +17,9 @@ std::string fleet_text(const Scenario& s, const FleetResult& r);
 std::string replicas_csv(const Scenario& s, const FleetResult& r);
 // An autoscaled fleet's replica counts over time (FleetResult::replica_counts).
 std::string replica_counts_csv(const FleetResult& r);
+// A gateway's control loop over time (FleetResult::gateway_readings), one row per reading: time_s,
+// the cap it set, the sessions live over the fleet at the reading, and the signal it read in ms
+// (empty where not finite).
+std::string gateway_control_csv(const FleetResult& r);
 
 }  // namespace metronome

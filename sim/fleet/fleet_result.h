@@ -40,6 +40,16 @@ struct ReplicaCount {
   int64_t ready = 0;
 };
 
+// One reading of a gateway's control loop (fleet.gateway.type aimd), at the end of one of its
+// intervals: the sessions live over the fleet then, the fleet's signal it read (NaN: no replica
+// held a session, and it held) and the cap it set, in force until the next reading.
+struct GatewayReading {
+  double time_s = 0;
+  int64_t cap = 0;
+  int64_t live = 0;
+  double signal_s = 0;
+};
+
 struct FleetResult {
   int64_t offered = 0;  // calls that arrived at the gateway within the horizon
   int64_t placed = 0;   // admitted by a replica
@@ -49,6 +59,10 @@ struct FleetResult {
   std::vector<ReplicaOutcome> replicas;
   double horizon_s = 0;
   int64_t scale_ups = 0, drains = 0;  // autoscaling decisions (replicas started, drained)
+  // A gateway with a control loop: its cap from 0 s to the first reading, and each reading in
+  // time order (one per interval while calls come). Unset and empty for any other gateway.
+  std::optional<int64_t> gateway_initial_cap;
+  std::vector<GatewayReading> gateway_readings;
 
   // What the fleet cost: the sum of its replicas' provisioned seconds, and x their GPUs.
   double replica_seconds() const;

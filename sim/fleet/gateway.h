@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,14 @@ class Gateway {
   // A gateway with a control loop (GatewayPolicy::control_loop): one reading, at the end of each
   // of its intervals, of every ready replica that holds sessions (its engine's measurement of the
   // interval, in s; may be +inf), in any order; it may reorder them. `fleet_live` as above.
-  virtual void on_reading(Time /*now*/, std::vector<double>& /*replica_signals*/,
-                          int64_t /*fleet_live*/) {}
+  // Returns the fleet's signal it acted on (NaN: there was none, and it held).
+  virtual double on_reading(Time /*now*/, std::vector<double>& /*replica_signals*/,
+                            int64_t /*fleet_live*/) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  // The cap its control loop keeps on the sessions live over the fleet, now; none for a gateway
+  // without one. The fleet reports it after each reading (FleetResult::gateway_readings).
+  virtual std::optional<int64_t> control_cap() const { return std::nullopt; }
 };
 
 class GatewayPolicy {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/shard.h"
 #include "sim/config/scenario.h"
 
 namespace metronome {
@@ -15,14 +16,6 @@ namespace metronome {
 struct GridAxis {
   std::string key;
   std::vector<nlohmann::json> values;
-};
-
-// --shard i/n: this process runs the runs with run % n == i (round robin, so every shard gets a
-// similar mix of grid points).
-struct Shard {
-  int64_t index = 0;
-  int64_t count = 1;
-  bool owns(int64_t run) const { return run % count == index; }
 };
 
 // Every point is loaded and kept, and every row is kept for the aggregate, so the size of a sweep

@@ -101,9 +101,33 @@ for i, r in enumerate(s["replicas"]):
     assert one["result"]["sessions_arrived"] == r["routed"] - r["gateway_rejected"], (i, r)
 PY
 
+# --- One AIMD over the fleet: gateway_control.csv is the cap over time the summary sums up; the
+# live count never climbs past the cap in force
+"$bin" simulate --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set horizon_s=300 \
+  --set 'fleet.gateway={"type":"aimd","initial_cap":128,"increase":16}' --out "$tmp/ga" \
+  >/dev/null 2>&1 || fail "fleet aimd --out"
+cases=$((cases + 1))
+$py - "$tmp/ga" <<'PY' || fail "gateway_control.csv disagrees with the summary"
+import csv, json, sys
+d = sys.argv[1]
+g = json.load(open(f"{d}/summary.json"))["fleet"]["gateway_control"]
+rows = list(csv.DictReader(open(f"{d}/gateway_control.csv")))
+assert list(rows[0]) == ["time_s", "cap", "live_sessions", "signal_ms"], rows[0]
+assert len(rows) == g["readings"] > 0, (len(rows), g)
+caps = [int(r["cap"]) for r in rows]
+assert caps[-1] == g["cap_final"] and min(caps + [g["cap_initial"]]) == g["cap_min"], g
+assert max(caps + [g["cap_initial"]]) == g["cap_max"], g
+prev, live = g["cap_initial"], 0
+for r in rows:
+    assert int(r["live_sessions"]) <= max(prev, live), r
+    prev, live = int(r["cap"]), int(r["live_sessions"])
+assert [float(r["time_s"]) for r in rows] == [float(k + 1) for k in range(len(rows))]
+PY
+
 # --- plan: the cheapest fleet that meets the tests; -j changes no byte; an unpriced GPU is refused
-plan=(plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h100,h200 --tp 1,2
-      --windows 480 --max-replicas 4 --json)
+plan_text=(plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h100,h200 --tp 1,2
+           --windows 480 --max-replicas 4)
+plan=("${plan_text[@]}" --json)
 "$bin" "${plan[@]}" >"$tmp/p1.json" 2>"$tmp/p1.err" || fail "plan"
 "$bin" "${plan[@]}" -j 3 >"$tmp/p3.json" 2>/dev/null || fail "plan -j 3"
 cases=$((cases + 1))
@@ -121,6 +145,26 @@ for x in c:
     assert f["true_p99_ms"] <= 80 and f["replicas_stalled"] == 0 and f["calls_rejected"] == 0, x
     assert x["one_fewer"] is None or not x["one_fewer"]["meets"], x
 PY
+# Over machines: shards merged print the single process's plan byte for byte (JSON and text)
+"$bin" "${plan[@]}" --kv windowed,unbounded >"$tmp/pk.json" 2>/dev/null || fail "plan --kv"
+"$bin" "${plan_text[@]}" --kv windowed,unbounded >"$tmp/pk.txt" 2>/dev/null || fail "plan --kv text"
+for i in 0 1 2; do
+  "$bin" "${plan[@]}" --kv windowed,unbounded --shard $i/3 >"$tmp/ps$i.json" 2>/dev/null ||
+    fail "plan --shard $i/3"
+done
+"$bin" "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps2.json" "$tmp/ps0.json" "$tmp/ps1.json" \
+  >"$tmp/pm.json" 2>/dev/null || fail "plan --merge"
+"$bin" "${plan_text[@]}" --kv windowed,unbounded --merge "$tmp"/ps?.json >"$tmp/pm.txt" 2>/dev/null ||
+  fail "plan --merge text"
+cases=$((cases + 1))
+cmp -s "$tmp/pk.json" "$tmp/pm.json" || fail "plan --merge: the merged JSON differs from one process's"
+cmp -s "$tmp/pk.txt" "$tmp/pm.txt" || fail "plan --merge: the merged text differs from one process's"
+grep -q 'unbounded KV' "$tmp/pk.txt" || fail "plan --kv unbounded: no unbounded candidate in the table"
+expect_error '--shard 3/2: need N >= 1 and 0 <= I < N' "${plan[@]}" --shard 3/2
+expect_error 'shard 1 of 3 is missing' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps2.json"
+expect_error 'ps0.json: search: this shard searched other candidates' "${plan[@]}" --kv windowed,unbounded --sinks 8 --merge "$tmp"/ps?.json
+expect_error 'ps0.json: shard 0 of 3 given twice' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps0.json"
+expect_error '--shard excludes --merge' "${plan[@]}" --shard 0/2 --merge "$tmp/ps0.json"
 $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480

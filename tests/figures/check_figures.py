@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """check_figures.py OUT: checks what scripts/make_figures.sh wrote into OUT.
 
-1. Every figure (fig1..fig10) exists as PNG and PDF, is non-trivial in size, and the PNG is a real
+1. Every figure (fig1..fig11) exists as PNG and PDF, is non-trivial in size, and the PNG is a real
    image of reasonable dimensions (read from its IHDR chunk), and REPORT.md embeds it.
 2. Every row of REPORT.md's headline table: the numbers in the "this run" cell, in order, equal the
    values at the JSON pointers its source cell cites (files metronome wrote under OUT/data/),
@@ -17,7 +17,7 @@ import sys
 
 FIGURES = ["fig1_cliff_vs_ramp", "fig2_pool_fill", "fig3_silent_failure", "fig4_metastability",
            "fig5_admission", "fig6_prediction", "fig7_capacity", "fig8_quality",
-           "fig9_exhaustion", "fig10_fleet_admission"]
+           "fig9_exhaustion", "fig10_fleet_admission", "fig11_fleet_size"]
 if os.environ.get("METRONOME_FIGURES_NO_QUALITY"):
     FIGURES.remove("fig8_quality")  # sanitized builds skip the real model
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "base/config_error.h"
 #include "sim/fleet/fleet.h"
@@ -94,6 +96,90 @@ TEST(Plan, SameAnswerAnyThreadCount) {
   three.jobs = 3;
   EXPECT_EQ(plan_json(base, one, plan(base, one)).dump(),
             plan_json(base, three, plan(base, three)).dump());
+}
+
+// Unbounded KV is one candidate per GPU x degree, searched by the same rule: its count meets the
+// tests and one fewer does not (run here directly), and it needs more replicas than a window, since
+// every caller keeps growing.
+TEST(Plan, UnboundedKvIsSizedByTheSameSearch) {
+  const Scenario base = traffic();
+  PlanSpec spec = small_spec();
+  spec.gpus = {"h200"};
+  spec.tensor_parallel = {1};
+  spec.kv_policies = {"windowed", "unbounded"};
+  spec.max_replicas = 16;
+  const Plan p = plan(base, spec);
+  ASSERT_EQ(p.candidates.size(), 2u);
+  const PlanCandidate* unbounded = nullptr;
+  const PlanCandidate* windowed = nullptr;
+  for (const auto& c : p.candidates) (c.kv_policy == "unbounded" ? unbounded : windowed) = &c;
+  ASSERT_TRUE(unbounded && windowed);
+  ASSERT_TRUE(unbounded->best && windowed->best);
+  EXPECT_GT(unbounded->best->replicas, windowed->best->replicas);
+  EXPECT_EQ(unbounded->ppl_ratio, 1.0);  // full attention: the quality reference
+  auto run = [&](int64_t replicas) {
+    nlohmann::json j = to_json(base);
+    j["kv_policy"] = {{"type", "unbounded"}};
+    j["fleet"] = {{"groups", {{{"count", replicas}}}}, {"router", {{"type", "least_sessions"}}}};
+    const FleetResult r = Fleet(parse_scenario(j, "test")).run();
+    int64_t stalled = 0;
+    for (const auto& o : r.replicas) stalled += o.run.first_stall_s ? 1 : 0;
+    return stalled;
+  };
+  EXPECT_EQ(run(unbounded->best->replicas), 0);
+  EXPECT_GT(run(unbounded->best->replicas - 1), 0);
+  const nlohmann::json j = plan_json(base, spec, p);
+  for (const auto& row : j["candidates"]) {
+    if (row["kv_policy"] == "unbounded") EXPECT_TRUE(row["window_tokens"].is_null());
+  }
+}
+
+// Over machines: the shards' results merged print what one process prints, byte for byte, in
+// either order; a shard of another plan, a shard given twice or a missing one is refused.
+TEST(Plan, ShardsMergedPrintTheSingleProcessPlan) {
+  const Scenario base = traffic();
+  PlanSpec spec = small_spec();
+  spec.gpus = {"h200"};
+  spec.kv_policies = {"windowed", "unbounded"};  // 4 candidates, 2 shards of 2
+  const Plan whole = plan(base, spec);
+  std::vector<std::pair<std::string, nlohmann::json>> shards;
+  for (int64_t i = 0; i < 2; ++i) {
+    PlanSpec s = spec;
+    s.shard = Shard{i, 2};
+    // Through text, as a file carries it.
+    shards.emplace_back("s" + std::to_string(i), nlohmann::json::parse(plan_shard(base, s).dump()));
+  }
+  EXPECT_EQ(shards[0].second["candidates"].size(), 2u);
+  std::vector<std::pair<std::string, nlohmann::json>> reversed = {shards[1], shards[0]};
+  for (const auto& set : {shards, reversed}) {
+    const Plan merged = merge_plan(base, spec, set);
+    EXPECT_EQ(plan_json(base, spec, merged).dump(), plan_json(base, spec, whole).dump());
+    EXPECT_EQ(plan_text(base, spec, merged), plan_text(base, spec, whole));
+  }
+  auto refused = [&](const std::vector<std::pair<std::string, nlohmann::json>>& set,
+                     const Scenario& b, const PlanSpec& sp, const std::string& fragment) {
+    try {
+      (void)merge_plan(b, sp, set);
+      ADD_FAILURE() << "expected a ConfigError with " << fragment;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  refused({shards[0]}, base, spec, "shard 1 of 2 is missing");
+  refused({shards[0], shards[0]}, base, spec, "s0: shard 0 of 2 given twice");
+  PlanSpec other = spec;
+  other.max_replicas = 9;
+  refused(shards, base, other, "s0: search: this shard searched other candidates");
+  nlohmann::json j = to_json(base);
+  j["horizon_s"] = 200;
+  refused(shards, parse_scenario(j, "test"), spec, "s0: scenario: this shard planned another");
+  nlohmann::json three = shards[1].second;
+  three["metronome_plan_shard"]["count"] = 3;
+  refused({shards[0], {"s1", three}}, base, spec, "s1: metronome_plan_shard.count");
+  nlohmann::json cut = shards[1].second;
+  cut["candidates"].erase(0);
+  refused({shards[0], {"s1", cut}}, base, spec, "candidate 1 is missing");
+  refused({shards[0], {"s1", nlohmann::json::object()}}, base, spec, "s1: expected a plan shard");
 }
 
 TEST(Plan, QualityFloorAndRefusedDegreesAreSkipped) {

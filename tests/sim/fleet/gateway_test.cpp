@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "base/config_error.h"
 #include "sim/engine/engine.h"
 #include "sim/fleet/fleet.h"
@@ -144,6 +146,53 @@ TEST(Gateway, FleetAimdOverAFleetCountsEveryCallOnceWhateverTheThreads) {
   for (size_t i = 0; i < one.replicas.size(); ++i) {
     EXPECT_EQ(one.replicas[i].run.sessions_arrived, four.replicas[i].run.sessions_arrived);
   }
+}
+
+// The cap over time, as the fleet reports it: one reading per interval from the first, each
+// moved only by AIMD's rule on the signal it reports, and the live count never climbing past the
+// cap in force. Unbounded KV on 4 replicas, so the pools fill and the cap is cut as well as raised.
+TEST(Gateway, FleetAimdCapSeriesFollowsItsReadings) {
+  nlohmann::json j = to_json(testing::moshi(
+      0, "unbounded",
+      {"workload.arrival={\"type\":\"poisson\",\"rate_per_s\":10}",
+       "workload.duration={\"type\":\"exponential\",\"mean_s\":200}", "horizon_s=400"}));
+  j["fleet"] = {{"groups", {{{"count", 4}}}},
+                {"router", {{"type", "least_sessions"}}},
+                {"gateway", {{"type", "aimd"}, {"initial_cap", 64}, {"increase", 8}}}};
+  const Scenario s = parse_scenario(j, "test");
+  const FleetResult r = Fleet(s).run();
+  ASSERT_TRUE(r.gateway_initial_cap.has_value());
+  EXPECT_EQ(*r.gateway_initial_cap, 64);
+  ASSERT_GT(r.gateway_readings.size(), 100u);
+  EXPECT_LE(r.gateway_readings.size(), 400u);
+  const double deadline = s.workload.deadline();
+  int64_t cap = *r.gateway_initial_cap, live = 0, cuts = 0, raises = 0;
+  for (size_t k = 0; k < r.gateway_readings.size(); ++k) {
+    const GatewayReading& g = r.gateway_readings[k];
+    SCOPED_TRACE("reading " + std::to_string(k) + " at " + std::to_string(g.time_s) + " s");
+    EXPECT_DOUBLE_EQ(g.time_s, static_cast<double>(k + 1));  // interval_s 1, from 0 s
+    // Calls were placed only below the cap in force; a cut leaves those above it live.
+    EXPECT_LE(g.live, std::max(cap, live));
+    if (std::isnan(g.signal_s)) {
+      EXPECT_EQ(g.cap, cap);  // nobody to hear: hold
+    } else if (g.cap < cap) {
+      ++cuts;
+      EXPECT_GT(g.signal_s, 0.9 * deadline);
+      EXPECT_GE(cap, g.live);  // no cut below the live count
+      // x decrease_factor 0.9 of a cap kept as a real number, at least its whole part's cut.
+      EXPECT_GE(g.cap, static_cast<int64_t>(std::floor(0.9 * static_cast<double>(cap))));
+    } else if (g.cap > cap) {
+      ++raises;
+      EXPECT_LT(g.signal_s, 0.8 * deadline);
+      EXPECT_GE(2 * g.live, cap);  // only a cap in use grows
+      EXPECT_EQ(g.cap, cap + 8);   // by increase
+    }
+    cap = g.cap;
+    live = g.live;
+  }
+  EXPECT_GT(cuts, 0);
+  EXPECT_GT(raises, 0);
+  EXPECT_GT(r.rejected.at("fleet_aimd"), 0);
 }
 
 void expect_error(const std::string& fleet, std::vector<std::string> fragments) {
