@@ -1,9 +1,32 @@
 #include "quality/workers.h"
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace metronome::quality {
+namespace {
+
+// Spins until done() or about 50 microseconds have passed; returns done(). Long enough to cover
+// the gap between two regions of one decode step, short enough that a waiting thread on a shared
+// machine soon gives its core back.
+template <class Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+#if defined(__x86_64__)
+    _mm_pause();
+#endif
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return done();
+  }
+}
+
+}  // namespace
 
 Workers::Workers(int threads) {
   if (threads < 1) throw std::invalid_argument("Workers: at least one thread");
@@ -24,6 +47,7 @@ void Workers::loop(int w) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* job;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(m_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -36,9 +60,9 @@ void Workers::loop(int w) {
     } catch (...) {
       errors_[static_cast<size_t>(w)] = std::current_exception();
     }
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      if (--pending_ == 0) done_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(m_);  // so a waiter that saw pending_ > 0 is asleep by now
+      done_.notify_one();
     }
   }
 }
@@ -48,8 +72,8 @@ void Workers::run(const std::function<void(int)>& fn) {
     {
       std::lock_guard<std::mutex> lock(m_);
       job_ = &fn;
-      pending_ = static_cast<int>(helpers_.size());
-      ++generation_;
+      pending_.store(static_cast<int>(helpers_.size()), std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
   }
@@ -58,9 +82,10 @@ void Workers::run(const std::function<void(int)>& fn) {
   } catch (...) {
     errors_[0] = std::current_exception();
   }
-  if (!helpers_.empty()) {
+  if (!helpers_.empty() &&
+      !spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
     std::unique_lock<std::mutex> lock(m_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
   }
   for (auto& e : errors_) {
     if (e) {
