@@ -316,17 +316,10 @@ json search_json(const PlanSpec& spec) {
 // round-trip printing), so the merge ranks and prints what the single process would.
 json fleet_state(const std::optional<PlanFleet>& f) {
   if (!f) return nullptr;
-  return {{"replicas", f->replicas},
-          {"meets", f->meets},
-          {"why_not", f->why_not},
-          {"true_p99_ms", std::isfinite(f->true_p99_ms) ? json(f->true_p99_ms) : json(nullptr)},
-          {"silent_fraction", f->silent_fraction},
-          {"calls_offered", f->calls_offered},
-          {"calls_rejected", f->calls_rejected},
-          {"replicas_stalled", f->replicas_stalled},
-          {"call_hours", f->call_hours},
-          {"hours", f->hours},
-          {"gpu_hours", f->gpu_hours}};
+  json j = fleet_json(f);  // what the plan prints, plus what only the merge needs
+  j["why_not"] = f->why_not;
+  j["hours"] = f->hours;
+  return j;
 }
 
 std::optional<PlanFleet> fleet_from_state(const json& j) {
