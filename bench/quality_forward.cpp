@@ -242,12 +242,18 @@ int main(int argc, char** argv) {
     const double layer = static_cast<double>((h + 2 * kvd) * h + h * h + 2 * f * h + h * f);
     return 2.0 * (layer * c.layers + static_cast<double>(c.vocab) * h);
   }();
+  // Attention's products in the prefill, per token: the token at position p (0-based) scores p + 1
+  // keys and sums as many values, 2 x 2 x q_heads x head_dim x (p + 1) per layer; p averages
+  // (tokens - 1) / 2 over the sequence. Softmax, norms and RoPE are not counted.
+  const double attention_flop_per_token = 4.0 * c.q_heads * c.head_dim * c.layers *
+                                          (static_cast<double>(tokens - 1) / 2.0 + 1.0);
   const nlohmann::json out{{"threads", threads},
                            {"chunk", chunk},
                            {"tokens", tokens},
                            {"isa", q::packed_matrix_isa()},
                            {"decode_on_block_codes", narrow},
                            {"weight_flop_per_token", flop_per_token},
+                           {"prefill_attention_flop_per_token", attention_flop_per_token},
                            {"prefill_tokens_per_s", median(pf)},
                            {"decode_tokens_per_s", median(dc)},
                            {"prefill_tokens_per_cpu_s", median(pf_cpu)},

@@ -41,7 +41,10 @@ out = sys.argv[1]
 m = json.load(open(os.path.join(out, "metronome.json")))
 m2 = json.load(open(os.path.join(out, "metronome_avx2.json")))
 l = json.load(open(os.path.join(out, "llama_cpp.json")))
-flop = m["weight_flop_per_token"]
+weights = m["weight_flop_per_token"]
+attention = m["prefill_attention_flop_per_token"]
+# Both sides run the same model on the same tokens, so one count prices every row.
+flop = weights + attention
 t = m["threads"]
 # The roofline: threads x one core's measured peak (the all-threads-at-once measurement is shown
 # too; on a shared machine it is lower whenever another job holds a core).
@@ -50,14 +53,16 @@ top = max(peak, key=peak.get)
 cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
 print(f"{cpu}, {m['threads']} threads, one sequence of {m['tokens']} tokens fed {m['chunk']} a step "
       f"(logits of every token), then 64 decoded one at a time; median of the runs. "
-      f"Weight FLOP per token {flop / 1e9:.3f} G (2 x parameters of the products, attention not counted). "
+      f"Prefill FLOP per token {flop / 1e9:.3f} G: the weights' products {weights / 1e9:.3f} G (2 x their "
+      f"parameters) and attention's {attention / 1e9:.4f} G (scores and weighted values at the "
+      f"sequence's mean position; softmax, norms and RoPE not counted). "
       f"Measured fp32 peak of one core: " +
       ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in m["peak_gflops_one_thread"].items()) +
       f"; roofline {t} x that; on {t} threads at once: " +
       ", ".join(f"{k} {v:.0f}" for k, v in m["peak_gflops"].items()) + ".\n")
 # Per CPU second (all the process's threads): on a shared machine the wall-clock rates measure the
 # other jobs too; at one thread the CPU rate is the work's own speed.
-print("| forward pass | instruction set | prefill tokens/s | per CPU s | weight GFLOP/s | of the AVX2 peak | of the machine's peak | decode tokens/s | per CPU s |")
+print("| forward pass | instruction set | prefill tokens/s | per CPU s | prefill GFLOP/s | of the AVX2 peak | of the machine's peak | decode tokens/s | per CPU s |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 def row(name, isa, d):
     g = d["prefill_tokens_per_s"] * flop / 1e9
