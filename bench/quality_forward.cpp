@@ -245,8 +245,8 @@ int main(int argc, char** argv) {
   // Attention's products in the prefill, per token: the token at position p (0-based) scores p + 1
   // keys and sums as many values, 2 x 2 x q_heads x head_dim x (p + 1) per layer; p averages
   // (tokens - 1) / 2 over the sequence. Softmax, norms and RoPE are not counted.
-  const double attention_flop_per_token = 4.0 * c.q_heads * c.head_dim * c.layers *
-                                          (static_cast<double>(tokens - 1) / 2.0 + 1.0);
+  const double attention_flop_per_token =
+      4.0 * c.q_heads * c.head_dim * c.layers * (static_cast<double>(tokens - 1) / 2.0 + 1.0);
   const nlohmann::json out{{"threads", threads},
                            {"chunk", chunk},
                            {"tokens", tokens},
