@@ -316,8 +316,7 @@ json search_json(const PlanSpec& spec) {
 // round-trip printing), so the merge ranks and prints what the single process would.
 json fleet_state(const std::optional<PlanFleet>& f) {
   if (!f) return nullptr;
-  json j = fleet_json(f);  // what the plan prints, plus what only the merge needs
-  j["why_not"] = f->why_not;
+  json j = fleet_json(f);  // what the plan prints, plus the hours only the merge needs
   j["hours"] = f->hours;
   return j;
 }
@@ -327,7 +326,7 @@ std::optional<PlanFleet> fleet_from_state(const json& j) {
   PlanFleet f;
   f.replicas = j.at("replicas").get<int64_t>();
   f.meets = j.at("meets").get<bool>();
-  f.why_not = j.at("why_not").get<std::string>();
+  f.why_not = j.at("why_not").is_null() ? "" : j.at("why_not").get<std::string>();
   f.true_p99_ms = j.at("true_p99_ms").is_null() ? std::numeric_limits<double>::infinity()
                                                 : j.at("true_p99_ms").get<double>();
   f.silent_fraction = j.at("silent_fraction").get<double>();
