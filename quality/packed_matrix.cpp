@@ -24,6 +24,9 @@ constexpr int64_t kP = PackedMatrix::kPanel;
 // Rows multiplied against one panel before the next: a chunk of x (96 rows of up to 1536 floats,
 // 0.6 MB) stays in a core's L2 while the worker's panels stream past it.
 constexpr int64_t kRowChunk = 96;
+// The most bytes of rebuilt panels a task holds (a group of panels; at least one panel): with a
+// chunk of x, about what a core's L2 keeps.
+constexpr int64_t kGroupBytes = 512 * 1024;
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
 
@@ -539,23 +542,32 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
     });
     return;
   }
-  const int64_t chunks = (m + kRowChunk - 1) / kRowChunk;
-  const int64_t group = std::max<int64_t>(1, panels_ / (4 * workers.size()));
+  // A task is a group of panels for every row: its panels are rebuilt from their codes once, not
+  // once per row chunk (a step of 13 sessions of 64 tokens has 9 chunks), and each chunk of x then
+  // meets the group's panels while it is in the worker's cache. The group is capped so that its
+  // rebuilt panels stay there beside a chunk.
+  const int64_t panel_bytes = k_ * kP * static_cast<int64_t>(sizeof(float));
+  const int64_t group = std::clamp<int64_t>(panels_ / (4 * workers.size()), 1,
+                                            std::max<int64_t>(1, kGroupBytes / panel_bytes));
   const int64_t groups = (panels_ + group - 1) / group;
-  workers.for_each(chunks * groups, [&](int64_t task) {
-    const int64_t m0 = task / groups * kRowChunk, rows = std::min(kRowChunk, m - m0);
-    const int64_t p0 = task % groups * group, p1 = std::min(panels_, p0 + group);
+  workers.for_each(groups, [&](int64_t task) {
+    const int64_t p0 = task * group, p1 = std::min(panels_, p0 + group);
     thread_local std::vector<float> unpacked;
-    for (int64_t p = p0; p < p1; ++p) {
-      const float* panel = data_.data() + p * k_ * kP;
-      if (from_codes) {
-        unpacked.resize(static_cast<size_t>(k_ * kP));
+    const float* panels = data_.data() + p0 * k_ * kP;
+    if (from_codes) {
+      unpacked.resize(static_cast<size_t>((p1 - p0) * k_ * kP));
+      for (int64_t p = p0; p < p1; ++p) {
         unpack_panel(scales_.data() + p * blocks * 2 * kP, codes_.data() + p * k_ * code_bytes,
-                     nibbles_, k_, unpacked.data());
-        panel = unpacked.data();
+                     nibbles_, k_, unpacked.data() + (p - p0) * k_ * kP);
       }
-      rows_any(isa, x + m0 * ldx, ldx, rows, panel, k_, y + m0 * ldy + p * kP, ldy,
-               std::min(kP, n_ - p * kP));
+      panels = unpacked.data();
+    }
+    for (int64_t m0 = 0; m0 < m; m0 += kRowChunk) {
+      const int64_t rows = std::min(kRowChunk, m - m0);
+      for (int64_t p = p0; p < p1; ++p) {
+        rows_any(isa, x + m0 * ldx, ldx, rows, panels + (p - p0) * k_ * kP, k_,
+                 y + m0 * ldy + p * kP, ldy, std::min(kP, n_ - p * kP));
+      }
     }
   });
 }
