@@ -11,6 +11,7 @@
 #include "quality/exp_doubles.h"
 #include "quality/exp_floats.h"
 #include "quality/gguf_file.h"
+#include "quality/lane_sum.h"
 #include "quality/workers.h"
 
 namespace metronome::quality {
@@ -361,8 +362,8 @@ double log_prob(std::span<const float> logits, int32_t target) {
   }
   double mx = logits[0];
   for (const float z : logits) mx = std::max(mx, double{z});
-  // The exps a block at a time, 4 lanes a vector (exp_doubles: std::exp's bits), then summed one
-  // by one in the order of the logits: the sum's bits are those of std::exp in the loop.
+  // The exps a block at a time, 4 lanes a vector (exp_doubles: std::exp's bits), each block
+  // summed in lanes (lane_sum.h) and the blocks in order.
   constexpr size_t kBlock = 512;
   double e[kBlock];
   double sum = 0;
@@ -370,7 +371,7 @@ double log_prob(std::span<const float> logits, int32_t target) {
     const size_t n = std::min(kBlock, logits.size() - i0);
     for (size_t i = 0; i < n; ++i) e[i] = double{logits[i0 + i]} - mx;
     exp_doubles(e, e, static_cast<int64_t>(n));
-    for (size_t i = 0; i < n; ++i) sum += e[i];
+    sum += lane_sum(e, static_cast<int64_t>(n));
   }
   return double{logits[static_cast<size_t>(target)]} - mx - std::log(sum);
 }

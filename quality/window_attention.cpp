@@ -14,6 +14,7 @@
 #endif
 
 #include "quality/exp_floats.h"
+#include "quality/lane_sum.h"
 #include "quality/workers.h"
 
 namespace metronome::quality {
@@ -39,10 +40,9 @@ struct Scratch {
 };
 
 // Softmax of one row of scores in place over the keys with keep[j] all ones (masked keys, keep
-// 0, weigh exactly 0 and are left out of the max and the sum: adding +0 to a sum that starts at +0
-// changes no bit, so the sum is the one over visible keys in the order of j). The max, the
-// masking and the exps run a vector at a time (exp_floats: the scalar std::exp's bits); the sum
-// stays one chain of double adds in the order of j.
+// 0, weigh exactly 0 and are left out of the max and the sum: adding +0 to a lane that starts at
+// +0 changes no bit). The max, the masking and the exps run a vector at a time (exp_floats: the
+// scalar std::exp's bits), and the sum in double lanes (lane_sum.h).
 void softmax_row(float* row, const uint32_t* keep, int64_t nk) {
   const auto masked = [&](int64_t j, float x) {
     return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & keep[j]);
@@ -65,12 +65,8 @@ void softmax_row(float* row, const uint32_t* keep, int64_t nk) {
   }
   for (j = 0; j < nk; ++j) row[j] = masked(j, row[j] - mx);  // masked: +0
   exp_floats(row, row, nk);
-  double sum = 0;
-  for (j = 0; j < nk; ++j) {
-    row[j] = masked(j, row[j]);  // masked: e^0 dropped
-    sum += row[j];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
+  for (j = 0; j < nk; ++j) row[j] = masked(j, row[j]);  // masked: e^0 dropped
+  const float inv = static_cast<float>(1.0 / lane_sum(row, nk));
   for (j = 0; j < nk; ++j) row[j] *= inv;
 }
 
@@ -120,12 +116,14 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
       if (sinks_detach) std::copy_n(q_sink + src, d, Qs.row(i * group + hh).data());
     }
   }
-  // The same expressions as into new matrices (Eigen evaluates (Q K^T) scale otherwise than the
-  // product and then the scale: other bits).
+  // The product, then the scale: written as one expression, (Q K^T) scale, Eigen puts the product
+  // in a column-major temporary and copies it scaled, column by column, into the row-major scores.
   RowMap S = scratch.take(scratch.s, rows, nk);
-  S.noalias() = (Q * K.transpose()) * scale;
+  S.noalias() = Q * K.transpose();
+  S *= scale;
   if (sinks_detach) {
-    const RowMatrix Ss = (Qs * K.topRows(sink_cols).transpose()) * scale;
+    RowMatrix Ss = Qs * K.topRows(sink_cols).transpose();
+    Ss *= scale;
     for (int32_t i = 0; i < n; ++i) {
       const int64_t ws = kv::window_start(p_first + i, w);
       for (int64_t j = 0; j < sink_cols; ++j) {
