@@ -1,6 +1,5 @@
 #include "quality/llama_model.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -17,17 +16,6 @@
 namespace metronome::quality {
 
 namespace {
-
-// Eigen blocks a matrix product by the machine's cache sizes, and the blocks set the order in which
-// each dot product's terms are summed: sizes fixed here give every machine the same rounding (the
-// attention's products are Eigen's; the layers' are PackedMatrix's fixed chains).
-void fix_product_blocking() {
-  static const bool fixed = [] {
-    Eigen::setCpuCacheSizes(32 * 1024, 1024 * 1024, 8 * 1024 * 1024);
-    return true;
-  }();
-  (void)fixed;
-}
 
 int32_t meta_int(const GgufFile& g, const std::string& key, int64_t lo, int64_t hi) {
   const int64_t v = g.integer(key);
@@ -167,7 +155,6 @@ int32_t KvBatch::blocks_needed(kv::Window w, int64_t tokens, int64_t chunk, int3
 }
 
 LlamaModel::LlamaModel(const GgufFile& g) : c_(LlamaConfig::from_gguf(g)) {
-  fix_product_blocking();
   const int64_t h = c_.hidden, f = c_.ffn, kvd = int64_t{c_.kv_heads} * c_.head_dim;
   // Each matrix with its block codes where the file has them: decode steps read those.
   const auto matrix = [&](const std::string& name, int64_t n, int64_t k) {

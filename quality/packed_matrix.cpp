@@ -413,6 +413,14 @@ void rows_any(Isa isa, const float* x, int64_t ldx, int64_t rows, const float* p
 
 }  // namespace
 
+void multiply_panels(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t n,
+                     int64_t k, float* y, int64_t ldy) {
+  const Isa isa = best_isa();
+  for (int64_t p = 0; p * kP < n; ++p) {
+    rows_any(isa, x, ldx, m, panels + p * k * kP, k, y + p * kP, ldy, std::min(kP, n - p * kP));
+  }
+}
+
 void use_narrow_products(bool on) { narrow_on.store(on, std::memory_order_relaxed); }
 
 bool use_packed_matrix_isa(const std::string& isa) {

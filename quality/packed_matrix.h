@@ -75,6 +75,14 @@ class PackedMatrix {
   std::vector<int8_t> codes_;  // [panels, k, kPanel] bytes, or [panels, k, kPanel / 2] nibbles
 };
 
+// The same product on the calling thread, for weights laid out anew by each call (attention's keys
+// and values, gathered from the paged cache straight into panels): `panels` holds W [n, k] as
+// PackedMatrix lays out its float panels, ceil(n / kPanel) of them, kPanel x k floats each (the
+// columns past n of the last panel are read but their outputs not written). The same chains and
+// bytes as multiply().
+void multiply_panels(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t n,
+                     int64_t k, float* y, int64_t ldy);
+
 // The instruction set multiply() runs on here: "AVX-512", "AVX2+FMA" or "scalar" (the same bytes
 // on each; a bench reports it).
 const char* packed_matrix_isa();

@@ -1,6 +1,5 @@
 #include "quality/window_attention.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -15,27 +14,25 @@
 
 #include "quality/exp_floats.h"
 #include "quality/lane_sum.h"
+#include "quality/packed_matrix.h"
 #include "quality/workers.h"
 
 namespace metronome::quality {
 
 namespace {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using RowMap = Eigen::Map<RowMatrix>;
+constexpr int64_t kP = PackedMatrix::kPanel;
 
 // A task's matrices, kept per thread from task to task: allocated fresh, the scores of 192 queries
 // x 1024 keys (0.8 MB) came from mmap and went back every task, and clearing the new pages cost
-// more than the softmax. Only sized: every element is written before it is read. Aligned as
-// Eigen aligns its own matrices: Eigen's products round differently on inputs that are not (a
-// float off, every score of a test differed in its last bits).
+// more than the softmax. Only sized: every element read is written first (the panels' padding
+// columns included).
 struct Scratch {
-  using Buffer = std::vector<float, Eigen::aligned_allocator<float>>;
-  Buffer k, v, q, s, o;
+  std::vector<float> k, v, q, qs, s, ss, o;
   std::vector<uint32_t> keep;
-  static RowMap take(Buffer& buf, int64_t rows, int64_t cols) {
-    if (buf.size() < static_cast<size_t>(rows * cols)) buf.resize(static_cast<size_t>(rows * cols));
-    return {buf.data(), rows, cols};
+  static float* take(std::vector<float>& buf, int64_t size) {
+    if (buf.size() < static_cast<size_t>(size)) buf.resize(static_cast<size_t>(size));
+    return buf.data();
   }
 };
 
@@ -85,8 +82,13 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   const int64_t nk = sink_end + (p_last - start + 1);
   auto key_pos = [&](int64_t j) { return j < sink_end ? j : start + (j - sink_end); };
 
+  // Both products are packed_matrix.h's chains, on the keys and values gathered straight into
+  // its panel layout: the scores' weights are the keys (key j is output column j, its d values
+  // the inputs), the output's the values (dimension c of value j is output c, input j).
   thread_local Scratch scratch;
-  RowMap K = scratch.take(scratch.k, nk, d), V = scratch.take(scratch.v, nk, d);
+  const int64_t key_panels = (nk + kP - 1) / kP, dim_panels = (d + kP - 1) / kP;
+  float* const K = scratch.take(scratch.k, key_panels * d * kP);
+  float* const V = scratch.take(scratch.v, dim_panels * nk * kP);
   for (int64_t j = 0; j < nk; ++j) {
     const int64_t k = key_pos(j);
     const int32_t blk = batch.physical_block(s, k, kv.block_size);
@@ -95,40 +97,51 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
                              std::to_string(k) + " is in released block " + std::to_string(blk));
     }
     const int64_t off = kv.offset(blk, k % kv.block_size, g);
-    std::copy_n(kv.k + off, d, K.row(j).data());
-    std::copy_n(kv.v + off, d, V.row(j).data());
+    float* const kcol = K + (j / kP) * d * kP + j % kP;
+    for (int32_t c = 0; c < d; ++c) kcol[c * kP] = kv.k[off + c];
+    for (int64_t p = 0; p < dim_panels; ++p) {
+      float* const vrow = V + (p * nk + j) * kP;
+      const int64_t cols = std::min<int64_t>(kP, d - p * kP);
+      std::copy_n(kv.v + off + p * kP, cols, vrow);
+      std::fill(vrow + cols, vrow + kP, 0.f);  // padding: multiplied, never stored
+    }
+  }
+  for (int64_t j = nk; j < key_panels * kP; ++j) {
+    float* const kcol = K + (j / kP) * d * kP + j % kP;
+    for (int32_t c = 0; c < d; ++c) kcol[c * kP] = 0.f;
   }
   // Rows: query i of the step, head hh of the group: row i * group + hh.
   const int64_t rows = int64_t{n} * group;
-  RowMap Q = scratch.take(scratch.q, rows, d);
-  RowMatrix Qs;
+  float* const Q = scratch.take(scratch.q, rows * d);
   // Sinks (keys < S) are the first columns in both layouts: [0, sink_end) when the first query's
   // window has left them, else the window's start at 0. Any of them a later query has left
   // behind is scored with q_sink.
   const int64_t sink_cols = w.unbounded() ? 0 : std::min<int64_t>(w.sinks, nk);
   const bool sinks_detach = sink_cols > 0 && q_sink != q_orig;
-  if (sinks_detach) Qs.resize(rows, d);
+  float* const Qs = sinks_detach ? scratch.take(scratch.qs, rows * d) : nullptr;
   const int64_t t0 = batch.q_start[s];
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t hh = 0; hh < group; ++hh) {
       const int64_t src = ((t0 + i) * q_heads + g * group + hh) * d;
-      std::copy_n(q_orig + src, d, Q.row(i * group + hh).data());
-      if (sinks_detach) std::copy_n(q_sink + src, d, Qs.row(i * group + hh).data());
+      const int64_t row = (int64_t{i} * group + hh) * d;
+      std::copy_n(q_orig + src, d, Q + row);
+      if (sinks_detach) std::copy_n(q_sink + src, d, Qs + row);
     }
   }
-  // The product, then the scale: written as one expression, (Q K^T) scale, Eigen puts the product
-  // in a column-major temporary and copies it scaled, column by column, into the row-major scores.
-  RowMap S = scratch.take(scratch.s, rows, nk);
-  S.noalias() = Q * K.transpose();
-  S *= scale;
+  float* const S = scratch.take(scratch.s, rows * nk);
+  multiply_panels(Q, d, rows, K, nk, d, S, nk);
+  for (int64_t e = 0; e < rows * nk; ++e) S[e] *= scale;
   if (sinks_detach) {
-    RowMatrix Ss = Qs * K.topRows(sink_cols).transpose();
-    Ss *= scale;
+    float* const Ss = scratch.take(scratch.ss, rows * sink_cols);
+    multiply_panels(Qs, d, rows, K, sink_cols, d, Ss, sink_cols);
     for (int32_t i = 0; i < n; ++i) {
       const int64_t ws = kv::window_start(p_first + i, w);
       for (int64_t j = 0; j < sink_cols; ++j) {
         if (key_pos(j) >= ws) continue;  // still inside this query's window
-        for (int32_t hh = 0; hh < group; ++hh) S(i * group + hh, j) = Ss(i * group + hh, j);
+        for (int32_t hh = 0; hh < group; ++hh) {
+          const int64_t r = int64_t{i} * group + hh;
+          S[r * nk + j] = Ss[r * sink_cols + j] * scale;
+        }
       }
     }
   }
@@ -139,13 +152,14 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
     for (int64_t j = 0; j < nk; ++j)
       scratch.keep[static_cast<size_t>(j)] = kv::key_visible(p, key_pos(j), w) ? ~0u : 0u;
     for (int32_t hh = 0; hh < group; ++hh)
-      softmax_row(S.row(i * group + hh).data(), scratch.keep.data(), nk);
+      softmax_row(S + (int64_t{i} * group + hh) * nk, scratch.keep.data(), nk);
   }
-  RowMap O = scratch.take(scratch.o, rows, d);
-  O.noalias() = S * V;
+  float* const O = scratch.take(scratch.o, rows * d);
+  multiply_panels(S, nk, rows, V, d, nk, O, d);
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t hh = 0; hh < group; ++hh) {
-      std::copy_n(O.row(i * group + hh).data(), d, out + ((t0 + i) * q_heads + g * group + hh) * d);
+      std::copy_n(O + (int64_t{i} * group + hh) * d, d,
+                  out + ((t0 + i) * q_heads + g * group + hh) * d);
     }
   }
 }

@@ -70,6 +70,26 @@ TEST_P(PackedMatrixIsa, EqualsTheFmaChainBitForBit) {
       EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
           << GetParam() << " m=" << c.m << " n=" << c.n << " k=" << c.k << " threads=" << threads;
     }
+    // The same panels laid out by hand (the padding columns of the last panel set to NaN: read,
+    // never written out) through multiply_panels, on a row stride past n.
+    const int64_t panels = (c.n + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
+    std::vector<float> laid(static_cast<size_t>(panels * c.k * PackedMatrix::kPanel),
+                            std::nanf(""));
+    for (int64_t r = 0; r < c.n; ++r) {
+      for (int64_t j = 0; j < c.k; ++j) {
+        laid[static_cast<size_t>(((r / PackedMatrix::kPanel) * c.k + j) * PackedMatrix::kPanel +
+                                 r % PackedMatrix::kPanel)] = w[static_cast<size_t>(r * c.k + j)];
+      }
+    }
+    const int64_t ldy = c.n + 3;
+    std::vector<float> y(static_cast<size_t>(c.m * ldy), -1.f);
+    multiply_panels(x.data(), c.k, c.m, laid.data(), c.n, c.k, y.data(), ldy);
+    for (int64_t i = 0; i < c.m; ++i) {
+      EXPECT_EQ(std::memcmp(y.data() + i * ldy, want.data() + i * c.n, c.n * sizeof(float)), 0)
+          << GetParam() << " multiply_panels m=" << c.m << " n=" << c.n << " k=" << c.k;
+      for (int64_t col = c.n; col < ldy; ++col)
+        EXPECT_EQ(y[static_cast<size_t>(i * ldy + col)], -1.f);
+    }
     // One row alone gives the bytes it gives among the others.
     Workers one(1);
     std::vector<float> row(static_cast<size_t>(c.n));
