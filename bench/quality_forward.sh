@@ -5,7 +5,8 @@
 # thread count, the same 64-token steps, and against the machine's fp32 FLOP roofline (measured by
 # quality_forward with FMA chains in registers: the thread count times one core's peak, and beside
 # it what all the threads reach at once, which a VM whose threads share a core's vector units, or a
-# busy machine, holds lower). A script, not a test: speed is never asserted. Prints a Markdown table (what README.md shows) and keeps the JSON of each side.
+# busy machine, holds lower). A script, not a test: speed is never asserted. Prints a Markdown
+# table (what README.md shows) and keeps the JSON of each side.
 #   bench/quality_forward.sh [--threads N] [--tokens N] [--reps N] [--out DIR]
 # Needs: scripts/setup.sh --tests (builds build/bench/quality_forward); fetches the model and text
 # (scripts/fetch_quality_assets.sh) and builds the llama.cpp environment (minutes, once) if missing.

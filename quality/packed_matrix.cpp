@@ -571,11 +571,8 @@ void PackedMatrix::multiply(const float* x, int64_t ldx, int64_t m, float* y, in
       panels = unpacked.data();
     }
     for (int64_t m0 = 0; m0 < m; m0 += kRowChunk) {
-      const int64_t rows = std::min(kRowChunk, m - m0);
-      for (int64_t p = p0; p < p1; ++p) {
-        rows_any(isa, x + m0 * ldx, ldx, rows, panels + (p - p0) * k_ * kP, k_,
-                 y + m0 * ldy + p * kP, ldy, std::min(kP, n_ - p * kP));
-      }
+      multiply_panels(x + m0 * ldx, ldx, std::min(kRowChunk, m - m0), panels,
+                      std::min(n_, p1 * kP) - p0 * kP, k_, y + m0 * ldy + p0 * kP, ldy);
     }
   });
 }

@@ -89,6 +89,9 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
   const int64_t key_panels = (nk + kP - 1) / kP, dim_panels = (d + kP - 1) / kP;
   float* const K = scratch.take(scratch.k, key_panels * d * kP);
   float* const V = scratch.take(scratch.v, dim_panels * nk * kP);
+  // The padding columns are multiplied but never stored: zeros, not whatever the scratch held
+  // (denormals there would slow every FMA that reads them).
+  std::fill(K + (key_panels - 1) * d * kP, K + key_panels * d * kP, 0.f);
   for (int64_t j = 0; j < nk; ++j) {
     const int64_t k = key_pos(j);
     const int32_t blk = batch.physical_block(s, k, kv.block_size);
@@ -103,12 +106,8 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
       float* const vrow = V + (p * nk + j) * kP;
       const int64_t cols = std::min<int64_t>(kP, d - p * kP);
       std::copy_n(kv.v + off + p * kP, cols, vrow);
-      std::fill(vrow + cols, vrow + kP, 0.f);  // padding: multiplied, never stored
+      std::fill(vrow + cols, vrow + kP, 0.f);
     }
-  }
-  for (int64_t j = nk; j < key_panels * kP; ++j) {
-    float* const kcol = K + (j / kP) * d * kP + j % kP;
-    for (int32_t c = 0; c < d; ++c) kcol[c * kP] = 0.f;
   }
   // Rows: query i of the step, head hh of the group: row i * group + hh.
   const int64_t rows = int64_t{n} * group;
