@@ -124,14 +124,17 @@ double AdmissionGate::settled_latency(double observed, int64_t live,
   if (!rule_.residency.is_window() || rule_.w.unbounded() || !std::isfinite(observed) ||
       live == 0 || !forecast_)
     return observed;
-  std::vector<ForecastCaller> now, settled;
+  // Both replays take their callers in phase order: sorted once here (a sort in each replay was
+  // most of a large cap's forecast), the newcomers merged in behind the callers at their phases.
+  std::vector<ForecastCaller> now;
   const int64_t settled_cached = rule_.cached_cap;  // every settled caller reads S + W keys
   for (const Session& s : sessions) {
     if (s.state == Session::State::kGone) continue;
-    const Time phase = s.next_release % period_;
-    now.push_back({phase, s.count, rule_.cached(s.ctx)});
-    settled.push_back({phase, s.count, settled_cached});
+    now.push_back({s.next_release % period_, s.count, rule_.cached(s.ctx)});
   }
+  std::stable_sort(now.begin(), now.end(), earlier_phase);
+  std::vector<ForecastCaller> settled = now, newcomer;
+  for (ForecastCaller& c : settled) c.cached = settled_cached;
   const int64_t c = cap();
   const int64_t admitted =
       (c == kNoCap ? live : std::max(live, c)) +
@@ -145,13 +148,18 @@ double AdmissionGate::settled_latency(double observed, int64_t live,
     for (int64_t j = 0; j < newcomers; ++j) {
       const Time start = spread.target();
       spread.add(start, 1);
-      settled.push_back({start, 1, settled_cached});
+      newcomer.push_back({start, 1, settled_cached});
     }
   } else {
     for (int64_t j = 0; j < newcomers; ++j) {
-      settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
+      newcomer.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
     }
   }
+  std::stable_sort(newcomer.begin(), newcomer.end(), earlier_phase);
+  std::vector<ForecastCaller> all(settled.size() + newcomer.size());
+  std::merge(settled.begin(), settled.end(), newcomer.begin(), newcomer.end(), all.begin(),
+             earlier_phase);
+  settled = std::move(all);
   // Past full-step pace the backlog grows every period: the replay's few periods barely show it
   // near the line (1010 Omni callers read about 500 ms there and missed 40% of frames over 200 s).
   if (full_step_utilisation(scenario_, live + newcomers, settled_cached, cost_) > 1) {

@@ -22,6 +22,11 @@ struct ForecastCaller {
   int64_t cached;  // cached visible keys its frame attends to
 };
 
+// Phase order, the replay's; ties keep their order (a stable sort).
+inline bool earlier_phase(const ForecastCaller& a, const ForecastCaller& b) {
+  return a.phase < b.phase;
+}
+
 struct ForecastShape {
   Time period;          // frame period
   int64_t n_in, n_out;  // tokens in and out per frame
@@ -32,7 +37,8 @@ struct ForecastShape {
 // The q-quantile of per-frame latency (seconds) over the frames released in the last two of four
 // frame periods, the engine idle at the start: long enough for a stable regime to repeat, and a
 // regime whose steps outgrow the period shows as a latency that keeps growing. Callers need not
-// be sorted. An empty set gives 0.
+// be sorted: they are stably sorted by phase unless they already are (earlier_phase). An empty set
+// gives 0.
 double periodic_latency_quantile(std::vector<ForecastCaller> callers, const ForecastShape& shape,
                                  const CostModel& cost, double q);
 

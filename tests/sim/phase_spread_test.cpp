@@ -36,6 +36,46 @@ TEST(PhaseSpread, SlotsFillInBitReversedOrder) {
   EXPECT_EQ(p.target(), 5 * kPeriod / 8);
 }
 
+// The walk down the tree picks what a scan of every slot in fill order picks: the first of the
+// least loaded, through joins, departures and cohorts at random phases.
+TEST(PhaseSpread, TargetIsTheFirstLeastLoadedSlotInFillOrder) {
+  PhaseSpread p(kPeriod);
+  std::vector<int64_t> load(PhaseSpread::kSlots, 0);
+  std::vector<Time> live;
+  const auto slot = [](Time t) { return (t % kPeriod) * PhaseSpread::kSlots / kPeriod; };
+  const auto reversed = [](int64_t i) {
+    int64_t r = 0;
+    for (int b = 0; b < PhaseSpread::kBits; ++b) r |= ((i >> b) & 1) << (PhaseSpread::kBits - 1 - b);
+    return r;
+  };
+  uint64_t x = 12345;
+  const auto draw = [&x](uint64_t n) {  // a fixed LCG: the test's own draws
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    int64_t best = reversed(0);
+    for (int64_t i = 0; i < PhaseSpread::kSlots; ++i) {
+      if (load[static_cast<size_t>(reversed(i))] < load[static_cast<size_t>(best)]) best = reversed(i);
+    }
+    ASSERT_EQ(slot(p.target()), best) << "step " << step;
+    if (live.empty() || draw(3) != 0) {  // a join: at the target, or (a cohort) anywhere
+      const Time at = draw(4) == 0 ? static_cast<Time>(draw(kPeriod)) : p.target();
+      const int64_t n = draw(4) == 0 ? 3 : 1;
+      for (int64_t j = 0; j < n; ++j) live.push_back(at);
+      p.add(at, n);
+      load[static_cast<size_t>(slot(at))] += n;
+    } else {  // a departure
+      const size_t k = draw(live.size());
+      p.remove(live[k], 1);
+      --load[static_cast<size_t>(slot(live[k]))];
+      live.erase(live.begin() + static_cast<ptrdiff_t>(k));
+    }
+    ASSERT_EQ(p.load_at(live.empty() ? 0 : live.back()),
+              live.empty() ? load[0] : load[static_cast<size_t>(slot(live.back()))]);
+  }
+}
+
 TEST(PhaseSpread, AnyFirstNAreSpreadWithinAFactorOfTwoWhateverTheArrivals) {
   for (int n : {16, 24, 100, 156, 1000}) {
     PhaseSpread p(kPeriod);

@@ -67,6 +67,23 @@ TEST(SettledForecast, SettledContextsAndMoreCallersCostMore) {
   EXPECT_GT(c, b);
 }
 
+// Callers at one phase are served in the order given (a stable sort), and that order shows when
+// the batch cap splits them: the first step takes all 3 of A (cached 400, 401 pairs each) and 1
+// of B (cached 10, 11 pairs), 2.214 ms; B's other 2 wait for a second step, 1.022 ms more (to the
+// nanosecond: steps are timed in whole nanoseconds). The order the replay sorts into and the same
+// callers given in that order give the same bits.
+TEST(SettledForecast, CallersAtOnePhaseKeepTheirOrder) {
+  AttentionCost cost;
+  const ForecastCaller a{0, 3, 400}, b{0, 3, 10}, far{kPeriod / 2, 1, 10};
+  const std::vector<ForecastCaller> sorted{a, b, far}, unsorted{far, a, b}, swapped{b, a, far};
+  const double median = periodic_latency_quantile(unsorted, shape(4), cost, 0.5);
+  EXPECT_NEAR(median, 2.214e-3, 1e-8);
+  EXPECT_NEAR(periodic_latency_quantile(unsorted, shape(4), cost, 1.0), 3.236e-3, 1e-8);
+  EXPECT_EQ(periodic_latency_quantile(sorted, shape(4), cost, 0.5), median);
+  // B first: its 3 frames and 1 of A's take the first step, 1.434 ms.
+  EXPECT_NEAR(periodic_latency_quantile(swapped, shape(4), cost, 0.5), 1.434e-3, 1e-8);
+}
+
 TEST(SettledForecast, StepsThatOutgrowThePeriodShowAsGrowingLatency) {
   // One frame per step (max_batch 1), 4 callers, 30 ms steps: 120 ms of work per 80 ms period,
   // so the backlog grows by 40 ms a period; by the last recorded frame (period 4) a frame waits
