@@ -55,9 +55,7 @@ class PhaseSpread {
     }();
     return order;
   }
-  static size_t leaf_of(size_t slot) {
-    return kSlots + static_cast<size_t>(fill_order()[slot]);
-  }
+  static size_t leaf_of(size_t slot) { return kSlots + static_cast<size_t>(fill_order()[slot]); }
   void change(size_t slot, int64_t by) {
     size_t i = leaf_of(slot);
     least_[i] += by;

@@ -36,8 +36,8 @@ double periodic_latency_quantile(std::vector<ForecastCaller> callers, const Fore
   std::vector<std::pair<double, int64_t>> latencies;  // (seconds, frames), recorded periods only
   latencies.reserve(n * (kPeriods - kRecordFrom));
   std::vector<Time> step_releases;  // of the step's recorded members, in latencies' order
-  size_t next = 0;            // first release not yet served
-  int64_t taken_of_next = 0;  // members of release `next` already served (a split cohort)
+  size_t next = 0;                  // first release not yet served
+  int64_t taken_of_next = 0;        // members of release `next` already served (a split cohort)
   Time now = 0;
   while (next < total) {
     now = std::max(now, releases[next].at);

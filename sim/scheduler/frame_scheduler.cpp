@@ -170,9 +170,10 @@ size_t FrameScheduler::block(const Ticket& t) {
     blocked_.pop_back();
     if (blocked_dead_ > 0) --blocked_dead_;
   }
-  auto it = blocked_.end();
-  const auto head = blocked_.begin() + static_cast<ptrdiff_t>(blocked_head_);
-  while (it != head && (!core_.valid(*std::prev(it)) || earlier(t, *std::prev(it)))) --it;
+  // Every entry from the head on, dead or not, is in service order (a dead entry keeps its key):
+  // a binary search, where a walk back from the end made a deep stall quadratic.
+  const auto it = std::upper_bound(blocked_.begin() + static_cast<ptrdiff_t>(blocked_head_),
+                                   blocked_.end(), t, earlier);
   return static_cast<size_t>(blocked_.insert(it, t) - blocked_.begin());
 }
 
@@ -224,7 +225,9 @@ int64_t FrameScheduler::choose_batch(Time now) {
     if (const int64_t a = core_.ready.id_ahead(EngineCore::kAhead); a >= 0 && core_.far())
       core_.prefetch(a);
     Ticket t;
-    if (from_blocked && (!from_ready || earlier(blocked_[cursor], core_.ready.front()))) {
+    const bool retried =
+        from_blocked && (!from_ready || earlier(blocked_[cursor], core_.ready.front()));
+    if (retried) {
       t = blocked_[cursor];
       blocked_[cursor].incarnation = kTaken;  // a tombstone until compaction
       ++cursor;
@@ -236,6 +239,10 @@ int64_t FrameScheduler::choose_batch(Time now) {
     if (!take(t, now)) {
       if (!core_.sessions[t.id].stalled) {  // the policy retries it (ExhaustionPolicy::Refused)
         kept_.push_back(t);
+      } else if (retried) {
+        // Blocked again: back where it was, just behind the cursor (not retried in this pass).
+        blocked_[cursor - 1] = t;
+        --blocked_dead_;
       } else if (block(t) <= cursor) {
         ++cursor;  // not to be retried in this pass
       }

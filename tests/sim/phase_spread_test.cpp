@@ -45,7 +45,8 @@ TEST(PhaseSpread, TargetIsTheFirstLeastLoadedSlotInFillOrder) {
   const auto slot = [](Time t) { return (t % kPeriod) * PhaseSpread::kSlots / kPeriod; };
   const auto reversed = [](int64_t i) {
     int64_t r = 0;
-    for (int b = 0; b < PhaseSpread::kBits; ++b) r |= ((i >> b) & 1) << (PhaseSpread::kBits - 1 - b);
+    for (int b = 0; b < PhaseSpread::kBits; ++b)
+      r |= ((i >> b) & 1) << (PhaseSpread::kBits - 1 - b);
     return r;
   };
   uint64_t x = 12345;
@@ -56,7 +57,8 @@ TEST(PhaseSpread, TargetIsTheFirstLeastLoadedSlotInFillOrder) {
   for (int step = 0; step < 20000; ++step) {
     int64_t best = reversed(0);
     for (int64_t i = 0; i < PhaseSpread::kSlots; ++i) {
-      if (load[static_cast<size_t>(reversed(i))] < load[static_cast<size_t>(best)]) best = reversed(i);
+      if (load[static_cast<size_t>(reversed(i))] < load[static_cast<size_t>(best)])
+        best = reversed(i);
     }
     ASSERT_EQ(slot(p.target()), best) << "step " << step;
     if (live.empty() || draw(3) != 0) {  // a join: at the target, or (a cohort) anywhere
