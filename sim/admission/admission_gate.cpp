@@ -133,7 +133,7 @@ double AdmissionGate::settled_latency(double observed, int64_t live,
     now.push_back({s.next_release % period_, s.count, rule_.cached(s.ctx)});
   }
   std::stable_sort(now.begin(), now.end(), earlier_phase);
-  std::vector<ForecastCaller> settled = now, newcomer;
+  std::vector<ForecastCaller> settled = now;
   for (ForecastCaller& c : settled) c.cached = settled_cached;
   const int64_t c = cap();
   const int64_t admitted =
@@ -148,18 +148,16 @@ double AdmissionGate::settled_latency(double observed, int64_t live,
     for (int64_t j = 0; j < newcomers; ++j) {
       const Time start = spread.target();
       spread.add(start, 1);
-      newcomer.push_back({start, 1, settled_cached});
+      settled.push_back({start, 1, settled_cached});
     }
   } else {
     for (int64_t j = 0; j < newcomers; ++j) {
-      newcomer.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
+      settled.push_back({(2 * j + 1) * period_ / (2 * newcomers), 1, settled_cached});
     }
   }
-  std::stable_sort(newcomer.begin(), newcomer.end(), earlier_phase);
-  std::vector<ForecastCaller> all(settled.size() + newcomer.size());
-  std::merge(settled.begin(), settled.end(), newcomer.begin(), newcomer.end(), all.begin(),
-             earlier_phase);
-  settled = std::move(all);
+  const auto joined = settled.begin() + static_cast<ptrdiff_t>(now.size());
+  std::stable_sort(joined, settled.end(), earlier_phase);
+  std::inplace_merge(settled.begin(), joined, settled.end(), earlier_phase);
   // Past full-step pace the backlog grows every period: the replay's few periods barely show it
   // near the line (1010 Omni callers read about 500 ms there and missed 40% of frames over 200 s).
   if (full_step_utilisation(scenario_, live + newcomers, settled_cached, cost_) > 1) {

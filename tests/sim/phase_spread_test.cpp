@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/rng.h"
 #include "sim/engine/engine.h"
 #include "test_scenarios.h"
 
@@ -49,11 +50,9 @@ TEST(PhaseSpread, TargetIsTheFirstLeastLoadedSlotInFillOrder) {
       r |= ((i >> b) & 1) << (PhaseSpread::kBits - 1 - b);
     return r;
   };
-  uint64_t x = 12345;
-  const auto draw = [&x](uint64_t n) {  // a fixed LCG: the test's own draws
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (x >> 33) % n;
-  };
+  Rng rng(12345, "phase_spread_test");
+  const auto draw = [&rng](uint64_t n) { return rng.next() % n; };
+
   for (int step = 0; step < 20000; ++step) {
     int64_t best = reversed(0);
     for (int64_t i = 0; i < PhaseSpread::kSlots; ++i) {
