@@ -5,13 +5,15 @@ write under OUT/data/: each figure's plot() in scripts/paper_figures/figN_NAME.p
 outputs (and the experiment files, for labels and the arrival schedule of the first-order curve in
 figure 2).
 
-    figures.py --out results [--quick] [--started EPOCH_SECONDS]
+    figures.py --out results [--quick] [--started EPOCH_SECONDS] [-j N]
 
 Every headline number in REPORT.md sits in a table row beside the JSON pointer(s) it was read from
 (file#/pointer, in the order the numbers appear; "x100" marks a fraction shown in percent), so
 tests/figures/check_figures.py can re-read each one.
 """
 import argparse
+import concurrent.futures
+import multiprocessing
 import os
 import sys
 
@@ -30,7 +32,13 @@ def main():
     ap.add_argument("--only", default="",
                     help="comma-separated figure numbers: plot only those (their data only is "
                          "read) and write no REPORT.md, which needs every figure's data")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                    help="figures plotted at once, one process each (default: all cores); each "
+                         "figure is drawn whole by one process, so its files are the same bytes "
+                         "whatever N")
     a = ap.parse_args()
+    if a.jobs < 1:
+        sys.exit(f"figures: -j must be at least 1, not {a.jobs}")
     d = Data(os.path.abspath(a.out))
     w = load(os.path.join(EXP_DIR, "workloads.json"))
     plots = selected()  # as experiments.py ran them
@@ -39,13 +47,35 @@ def main():
         unknown = only - {f.NUMBER for f in plots}
         if unknown:
             sys.exit(f"figures: --only: no figure {', '.join(map(str, sorted(unknown)))}")
-        done = [f.plot(d, w, a.quick)[0] for f in plots if f.NUMBER in only]
+        done = [png for png, _ in plot_all([f for f in plots if f.NUMBER in only], d, w, a.quick,
+                                           a.jobs)]
         print(f"figures: {', '.join(done)} in {os.path.relpath(a.out)} (no REPORT.md: it needs "
               "every figure)", file=sys.stderr)
         return
-    figs = [f.plot(d, w, a.quick) for f in plots]
+    figs = plot_all(plots, d, w, a.quick, a.jobs)
     report.write(d, w, a.quick, plots, figs)
     print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)
+
+
+_TODO = None  # what the forked plotting processes share: (modules, data, workloads, quick)
+
+
+def _plot(i):
+    plots, d, w, quick = _TODO
+    return plots[i].plot(d, w, quick)
+
+
+def plot_all(plots, d, w, quick, jobs):
+    """Each module's plot() return value (png, caption), in the modules' order. With jobs > 1 the
+    figures are drawn in forked processes that inherit the imports and matplotlib's settings (the
+    plots use about 8 s of one core, which would otherwise leave the other idle)."""
+    global _TODO
+    if jobs == 1 or len(plots) < 2:
+        return [f.plot(d, w, quick) for f in plots]
+    _TODO = (plots, d, w, quick)
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(min(jobs, len(plots)), mp_context=ctx) as ex:
+        return list(ex.map(_plot, range(len(plots))))
 
 
 if __name__ == "__main__":

@@ -85,14 +85,14 @@ if [[ -n $only ]]; then
   done
   "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
     --cost-model "$cost" --only "$only" "${quick[@]}"
-  PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 "$py" "$root/scripts/figures.py" --out "$out" --only "$only" "${quick[@]}"
+  PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 "$py" "$root/scripts/figures.py" --out "$out" --only "$only" -j "$jobs" "${quick[@]}"
   elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
   echo "make_figures: figure $only (PNG + PDF) in $shown/figures, no REPORT.md (--only); ${elapsed} s"
   exit 0
 fi
-# Plots run with one OpenBLAS thread and a fixed hash seed: with OpenBLAS's threads, figure 9's PNG
-# came out one shade apart in two pixels in about one run of five on identical data (its PDF and
-# every other figure identical); with one thread, 8 of 8 runs gave the same bytes.
+# Plots run with one OpenBLAS thread and a fixed hash seed, so that nothing in them hangs on thread
+# timing or string hashing (the layout's last-bit wobble is fixed in plots.finish); figures.py draws
+# each figure whole in one of -j processes, so the bytes do not depend on N.
 # Outputs of an earlier run must not leak into this one's report: all go but the reused figures'
 # data and the run log, from which experiments.py checks they come from a run of the same mode.
 keep=" runs_log.json "
@@ -108,6 +108,6 @@ done
 
 "$py" "$root/scripts/experiments.py" --metronome "$metronome" --out "$out" -j "$jobs" \
   --cost-model "$cost" --reuse "$reuse" "${quick[@]}"
-PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" "${quick[@]}"
+PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 "$py" "$root/scripts/figures.py" --out "$out" --started "$started" -j "$jobs" "${quick[@]}"
 elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 echo "make_figures: $(ls "$out"/figures/*.png | wc -l) figures (PNG + PDF) in $shown/figures, report $shown/REPORT.md; ${elapsed} s"

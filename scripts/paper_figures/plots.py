@@ -122,7 +122,19 @@ def finish(fig, out, name, number, title, cost_labels, note=""):
     """Saves PNG and PDF; the caption (title, what is shown, cost model) goes to REPORT.md."""
     caption = (f"**Figure {number}. {title}.** " + (note + " " if note else "") +
                "Cost model: " + "; ".join(cost_labels) + ".")
-    fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02, hspace=0.02, wspace=0.02)
+    engine = fig.get_layout_engine()
+    engine.set(w_pad=0.02, h_pad=0.02, hspace=0.02, wspace=0.02)
+    # The constrained layout is solved once, at the PNG's resolution, and its positions are fixed
+    # to 1e-9 of the figure: kiwisolver orders its variables by memory address, so from run to run
+    # a position could move in its last bit, and with it one shade of a few anti-aliased pixels
+    # (figure 9's PNG differed in about half the runs on identical data).
+    dpi = fig.dpi
+    fig.set_dpi(plt.rcParams["savefig.dpi"])
+    engine.execute(fig)
+    fig.set_dpi(dpi)
+    for ax in fig.axes:
+        ax.set_position([round(v, 9) for v in ax.get_position().bounds])
+    fig.set_layout_engine("none")
     os.makedirs(os.path.join(out, "figures"), exist_ok=True)
     for ext in ("png", "pdf"):
         fig.savefig(os.path.join(out, "figures", f"{name}.{ext}"), metadata=STABLE[ext])

@@ -22,24 +22,16 @@ if [[ -z "${METRONOME_FIGURES_NO_RERUN:-}" ]]; then
   sums() { (cd "$work" && find . -type f ! -name runs_log.json ! -name runs.jsonl -print0 | sort -z |
             xargs -0 sha256sum); }
   sums > "$work.first.sha256"
-  rm -rf "$work.first_png" && mkdir -p "$work.first_png" && cp "$work"/figures/*.png "$work.first_png/"
   start=$(date +%s)
   reuse=8,10
   if [[ -n "${METRONOME_FIGURES_NO_QUALITY:-}" ]]; then reuse=10; fi
   "$src/scripts/make_figures.sh" --quick --out "$work" --metronome "$metronome" ${reuse:+--reuse $reuse} > /dev/null
   echo "figures_test: the second make_figures.sh --quick${reuse:+ --reuse $reuse} took $(( $(date +%s) - start )) s"
-  if ! sums | diff "$work.first.sha256" - > "$work.diff"; then
-    cat "$work.diff"
-    # Known defect, reported, not hidden: on this project's AVX-512 EPYC machine figure 9's PNG
-    # sometimes comes out one shade apart in two anti-aliased pixels of one line, with identical
-    # data and PDF (the cause is not found; the README says so). Every other file must still match
-    # byte for byte, and a PNG may differ only so: at most 16 pixels, by at most 3/255 each.
-    changed=$(grep '^[<>]' "$work.diff" | awk '{print $3}' | sort -u)
-    if grep -qv '\.png$' <<<"$changed" ||
-       ! /usr/bin/python3 "$src/tests/figures/png_close.py" "$work" "$work.first_png" $changed; then
-      echo "FAIL: a second make_figures.sh --quick changed the files above"
-      exit 1
-    fi
+  # Every file, PNGs included, byte for byte: plots.finish fixes the layout's positions, which
+  # kiwisolver could otherwise move in their last bit from run to run.
+  if ! sums | diff "$work.first.sha256" -; then
+    echo "FAIL: a second make_figures.sh --quick changed the files above"
+    exit 1
   else
     echo "figures_test: a second run left every file byte-identical"
   fi
