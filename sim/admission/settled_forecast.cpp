@@ -64,7 +64,7 @@ double periodic_latency_quantile(std::vector<ForecastCaller> callers, const Fore
   std::vector<int64_t> frames_of;
   latency.reserve(n * (kPeriods - kRecordFrom));
   frames_of.reserve(n * (kPeriods - kRecordFrom));
-  size_t next = 0;           // first release not yet served
+  size_t next = 0;            // first release not yet served
   int64_t taken_of_next = 0;  // members of release `next` already served (a split cohort)
   Time now = 0;
   while (next < total) {
