@@ -10,6 +10,7 @@
 #include "quality/exp_doubles.h"
 #include "quality/exp_floats.h"
 #include "quality/gguf_file.h"
+#include "quality/lane_max.h"
 #include "quality/lane_sum.h"
 #include "quality/workers.h"
 
@@ -347,8 +348,7 @@ double log_prob(std::span<const float> logits, int32_t target) {
   if (target < 0 || static_cast<size_t>(target) >= logits.size()) {
     throw std::out_of_range("log_prob: target outside the logits");
   }
-  double mx = logits[0];
-  for (const float z : logits) mx = std::max(mx, double{z});
+  const double mx = lane_max(logits.data(), static_cast<int64_t>(logits.size()));
   // The exps a block at a time, 4 lanes a vector (exp_doubles: std::exp's bits), each block
   // summed in lanes (lane_sum.h) and the blocks in order.
   constexpr size_t kBlock = 512;

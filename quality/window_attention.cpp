@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -47,14 +48,22 @@ void softmax_row(float* row, const uint32_t* keep, int64_t nk) {
   float mx = -std::numeric_limits<float>::infinity();
   int64_t j = 0;
 #if defined(__AVX2__)
-  __m256 vmx = _mm256_set1_ps(mx);
-  for (; j + 8 <= nk; j += 8) {
+  // Four vectors of lanes: one waited a max's latency per vector (see lane_max.h).
+  __m256 vmx[4];
+  for (__m256& v : vmx) v = _mm256_set1_ps(mx);
+  const auto take = [&](__m256& v, int64_t at) {
     const __m256 on =
-        _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keep + j)));
-    vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(vmx, _mm256_loadu_ps(row + j), on));
+        _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keep + at)));
+    v = _mm256_max_ps(v, _mm256_blendv_ps(v, _mm256_loadu_ps(row + at), on));
+  };
+  for (; j + 32 <= nk; j += 32) {
+    for (int u = 0; u < 4; ++u) take(vmx[u], j + 8 * u);
   }
+  for (; j + 8 <= nk; j += 8) take(vmx[0], j);
+  // The vectors folded into one first: 32 scalar maxes cost a short row more than its vectors.
   alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, vmx);
+  _mm256_store_ps(lanes,
+                  _mm256_max_ps(_mm256_max_ps(vmx[0], vmx[1]), _mm256_max_ps(vmx[2], vmx[3])));
   for (const float x : lanes) mx = std::max(mx, x);
 #endif
   for (; j < nk; ++j) {
@@ -105,6 +114,10 @@ void attend(kernels::PagedKv<const float> kv, const kernels::FrameBatch& batch, 
     for (int64_t p = 0; p < dim_panels; ++p) {
       float* const vrow = V + (p * nk + j) * kP;
       const int64_t cols = std::min<int64_t>(kP, d - p * kP);
+      if (cols == kP) {  // a whole panel row: a fixed-size copy, inlined (not a memmove call)
+        std::memcpy(vrow, kv.v + off + p * kP, kP * sizeof(float));
+        continue;
+      }
       std::copy_n(kv.v + off + p * kP, cols, vrow);
       std::fill(vrow + cols, vrow + kP, 0.f);
     }

@@ -170,7 +170,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(3, 9, 6, 2),    // the window passes the sinks mid-frame
                       std::make_tuple(30, 7, 5, 3),   // a frame wholly past the sinks
                       std::make_tuple(30, 7, 0, 1),   // W = 0: itself and the sink
-                      std::make_tuple(2, 3, 8, 4)));  // sinks never left behind
+                      std::make_tuple(2, 3, 8, 4),    // sinks never left behind
+                      // Rows long enough for the softmax's four-vector max, its one-vector
+                      // loop and its scalar tail (97 and 47 keys).
+                      std::make_tuple(90, 7, -1, 0), std::make_tuple(100, 3, 40, 4)));
 
 TEST(QueryRopePosition, CacheSlotIsVisibleKeysLessOne) {
   const kv::Window w{256, 4};
