@@ -9,11 +9,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "quality/exp_floats.h"
+#include "quality/lane_max.h"
 #include "quality/lane_sum.h"
 #include "quality/packed_matrix.h"
 #include "quality/workers.h"
@@ -39,41 +36,18 @@ struct Scratch {
 
 // Softmax of one row of scores in place over the keys with keep[j] all ones (masked keys, keep
 // 0, weigh exactly 0 and are left out of the max and the sum: adding +0 to a lane that starts at
-// +0 changes no bit). The max, the masking and the exps run a vector at a time (exp_floats: the
-// scalar std::exp's bits), and the sum in double lanes (lane_sum.h).
+// +0 changes no bit). The max runs in lanes (lane_max.h), the masking and the exps a vector at a
+// time (exp_floats: the scalar std::exp's bits), and the sum in double lanes (lane_sum.h).
 void softmax_row(float* row, const uint32_t* keep, int64_t nk) {
   const auto masked = [&](int64_t j, float x) {
     return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & keep[j]);
   };
-  float mx = -std::numeric_limits<float>::infinity();
-  int64_t j = 0;
-#if defined(__AVX2__)
-  // Four vectors of lanes: one waited a max's latency per vector (see lane_max.h).
-  __m256 vmx[4];
-  for (__m256& v : vmx) v = _mm256_set1_ps(mx);
-  const auto take = [&](__m256& v, int64_t at) {
-    const __m256 on =
-        _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keep + at)));
-    v = _mm256_max_ps(v, _mm256_blendv_ps(v, _mm256_loadu_ps(row + at), on));
-  };
-  for (; j + 32 <= nk; j += 32) {
-    for (int u = 0; u < 4; ++u) take(vmx[u], j + 8 * u);
-  }
-  for (; j + 8 <= nk; j += 8) take(vmx[0], j);
-  // The vectors folded into one first: 32 scalar maxes cost a short row more than its vectors.
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes,
-                  _mm256_max_ps(_mm256_max_ps(vmx[0], vmx[1]), _mm256_max_ps(vmx[2], vmx[3])));
-  for (const float x : lanes) mx = std::max(mx, x);
-#endif
-  for (; j < nk; ++j) {
-    if (keep[j] != 0) mx = std::max(mx, row[j]);
-  }
-  for (j = 0; j < nk; ++j) row[j] = masked(j, row[j] - mx);  // masked: +0
+  const float mx = lane_max(row, keep, nk);
+  for (int64_t j = 0; j < nk; ++j) row[j] = masked(j, row[j] - mx);  // masked: +0
   exp_floats(row, row, nk);
-  for (j = 0; j < nk; ++j) row[j] = masked(j, row[j]);  // masked: e^0 dropped
+  for (int64_t j = 0; j < nk; ++j) row[j] = masked(j, row[j]);  // masked: e^0 dropped
   const float inv = static_cast<float>(1.0 / lane_sum(row, nk));
-  for (j = 0; j < nk; ++j) row[j] *= inv;
+  for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
 }
 
 // One (sequence, KV head) task: gather its keys, score, mask, softmax, weight the values.

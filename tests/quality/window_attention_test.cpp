@@ -171,8 +171,8 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(30, 7, 5, 3),   // a frame wholly past the sinks
                       std::make_tuple(30, 7, 0, 1),   // W = 0: itself and the sink
                       std::make_tuple(2, 3, 8, 4),    // sinks never left behind
-                      // Rows long enough for the softmax's four-vector max, its one-vector
-                      // loop and its scalar tail (97 and 47 keys).
+                      // Rows of 97 and 47 keys, past lane_max's 32 lanes and into its tail (the
+                      // max itself is checked exactly by LaneMax: a softmax hides a wrong one).
                       std::make_tuple(90, 7, -1, 0), std::make_tuple(100, 3, 40, 4)));
 
 TEST(QueryRopePosition, CacheSlotIsVisibleKeysLessOne) {
