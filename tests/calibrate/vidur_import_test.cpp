@@ -20,6 +20,7 @@
 #include "sim/config/scenario.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/corrected_roofline_cost_model.h"
+#include "tests/expect_error.h"
 
 namespace metronome::calibrate {
 namespace {
@@ -68,15 +69,6 @@ double term(const Calibration& c, CostTerm t) {
   for (const auto& x : c.terms)
     if (x.term == t && !x.dropped) return x.coefficient;
   return 0;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(VidurImport, ShippedFilesGiveMeasuredCalibrationsAndMeetTheErrorGoal) {

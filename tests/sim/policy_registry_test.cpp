@@ -12,6 +12,7 @@
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
 #include "sim/exhaustion/exhaustion_policy.h"
+#include "sim/exhaustion/preempt_recompute.h"
 #include "sim/kv_policy/kv_policy.h"
 #include "sim/kv_policy/windowed.h"
 #include "test_scenarios.h"
@@ -71,21 +72,24 @@ class ToyTail final : public KvPolicy {
   int64_t keep_;
 };
 
-// engine.exhaustion = "toy_evict": preempt_recompute by another name.
+// engine.exhaustion = "toy_evict": preempt_recompute by another name, which it asks for each
+// decision, so that the runs below can expect preempt_recompute's results.
 class ToyEvict final : public ExhaustionPolicy {
  public:
   std::string type() const override { return "toy_evict"; }
-  bool preempts() const override { return true; }
+  bool preempts() const override { return same_.preempts(); }
   bool make_room(ExhaustionSite& site, int64_t id, int64_t need, Time now) const override {
-    return site.evict_newer_than(id, need, now);
+    return same_.make_room(site, id, need, now);
   }
   Refused on_refused(ExhaustionSite& site, int64_t id, bool holds_blocks, Time now) const override {
-    if (holds_blocks) site.evict(id, now);
-    return Refused::kRetry;
+    return same_.on_refused(site, id, holds_blocks, now);
   }
   static std::shared_ptr<const ExhaustionPolicy> parse(JsonSection&) {
     return std::make_shared<ToyEvict>();
   }
+
+ private:
+  PreemptRecompute same_;
 };
 
 class PolicyRegistryTest : public ::testing::Test {

@@ -7,7 +7,7 @@
 
 #include "base/config_error.h"
 #include "sim/pool/pool_sizing.h"
-#include "tests/sim/expect_error.h"
+#include "tests/expect_error.h"
 
 namespace metronome {
 namespace {

@@ -6,26 +6,17 @@
 
 #include <cmath>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/engine/engine.h"
+#include "tests/expect_error.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(StepTime, ConvertsInRangeAndRefusesTheRest) {
   const auto m = make_cost_model(testing::moshi(1));

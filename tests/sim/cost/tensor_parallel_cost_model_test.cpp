@@ -8,7 +8,7 @@
 #include "sim/config/scenario.h"
 #include "sim/cost/roofline_cost_model.h"
 #include "sim/pool/pool_sizing.h"
-#include "tests/sim/expect_error.h"
+#include "tests/expect_error.h"
 
 namespace metronome {
 namespace {

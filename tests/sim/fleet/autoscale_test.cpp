@@ -11,7 +11,7 @@
 #include "base/config_error.h"
 #include "sim/fleet/fleet.h"
 #include "sim/fleet/fleet_report.h"
-#include "tests/sim/expect_error.h"
+#include "tests/expect_error.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

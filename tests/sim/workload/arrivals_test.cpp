@@ -12,7 +12,7 @@
 
 #include "sim/config/scenario.h"
 #include "sim/workload/durations.h"
-#include "tests/sim/expect_error.h"
+#include "tests/expect_error.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace metronome {

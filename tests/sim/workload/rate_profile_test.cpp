@@ -11,7 +11,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
 #include "sim/pool/pool_sizing.h"
-#include "tests/sim/expect_error.h"
+#include "tests/expect_error.h"
 
 namespace metronome {
 namespace {

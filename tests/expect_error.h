@@ -1,5 +1,4 @@
-// Expects f() to throw a ConfigError whose message contains every fragment (file, field,
-// expectation): the shape of every bad-input test of the scenario's sections.
+// Bad input's checks: a ConfigError's message names the file, the field and the value expected.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +11,8 @@
 
 namespace metronome {
 
+// Expects f() to throw a ConfigError whose message contains every fragment: the shape of every
+// bad-input test of the scenario's sections.
 inline void expect_error(const std::function<void()>& f,
                          const std::vector<std::string>& fragments) {
   try {
@@ -23,6 +24,16 @@ inline void expect_error(const std::function<void()>& f,
           << "message \"" << e.what() << "\" lacks \"" << frag << "\"";
     }
   }
+}
+
+// The message of the ConfigError f() throws; empty when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace metronome
