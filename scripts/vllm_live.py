@@ -361,6 +361,15 @@ async def run_per_frame_session(submit, plan, books, clock, s, arrival):
         history += out
 
 
+async def hang_up_at(clock, horizon, calls):
+    """At the horizon, cancels the calls still running and waits until each has ended."""
+    await clock.until(horizon)
+    for c in calls:
+        if not c.done():
+            c.cancel()
+    await asyncio.gather(*calls, return_exceptions=True)
+
+
 async def self_contained(plan, args, books, clock_box, gate):
     from vllm import SamplingParams
     from vllm.engine.arg_utils import AsyncEngineArgs
@@ -420,11 +429,7 @@ async def self_contained(plan, args, books, clock_box, gate):
             for s, a in enumerate(plan.arrivals()):
                 tasks.append(asyncio.create_task(
                     run_per_frame_session(submit, plan, books, clock, s, a)))
-        await clock.until(plan.horizon)
-        for t in tasks:
-            if not t.done():
-                t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await hang_up_at(clock, plan.horizon, tasks)
         await sampler
         await controller
         return engine_info_local(engine, plan)
@@ -510,11 +515,7 @@ async def endpoint(plan, args, books, clock_box, gate):
         sampler = asyncio.create_task(sample_metrics_async(plan, clock, books, prom))
         tasks = [asyncio.create_task(run_per_frame_session(submit, plan, books, clock, s, a))
                  for s, a in enumerate(plan.arrivals())]
-        await clock.until(plan.horizon)
-        for t in tasks:
-            if not t.done():
-                t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await hang_up_at(clock, plan.horizon, tasks)
         await sampler
     return {"vllm_version": "server at " + base, "mode": "endpoint", "engine": model}
 
