@@ -21,7 +21,7 @@
 #   log.txt                 build output and the benchmark console table
 #   bench_<model>.json      Google Benchmark JSON (context: model, backend gpu, device, driver)
 #   device.txt              nvidia-smi query (name, memory, clocks, driver)
-# Exit status: 0 all timed; 1 a build or run failed; 3 no GPU (without --dry-run).
+# Exit status: 0 all timed; 1 a build or run failed; 2 bad arguments; 3 no GPU (without --dry-run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -34,7 +34,12 @@ grid=gpu
 limit=200
 dry=0
 models=()
+die() { echo "gpu_calibrate: $*" >&2; exit 2; }
 while (($#)); do
+  case $1 in
+    --model|--grid|--out|--deps|--build|--arch|--limit)
+      [[ $# -ge 2 && -n $2 && $2 != --* ]] || die "$1 needs a value (see --help)" ;;
+  esac
   case $1 in
     --model) models+=("$2"); shift 2 ;;
     --grid) grid=$2; shift 2 ;;
@@ -44,15 +49,24 @@ while (($#)); do
     --arch) arch=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
-    *) echo "gpu_calibrate: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-((${#models[@]})) || { echo "gpu_calibrate: --model NAME is required (see --help)" >&2; exit 64; }
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+((${#models[@]})) || die "--model NAME is required (see --help)"
+# Checked here, not by the benchmark after a build of minutes. A model name is part of a file name.
+for m in "${models[@]}"; do
+  [[ $m =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "--model: expected a model name like moshi, got '$m'"
+done
+[[ $grid =~ ^(gpu|gpu-quick|ci|cpu)$ ]] || die "--grid: expected gpu, gpu-quick, ci or cpu, got '$grid'"
+[[ $limit =~ ^0*[1-9][0-9]*$ ]] || die "--limit: expected whole seconds > 0, got '$limit'"
+[[ $arch =~ ^(native|all|all-major|[0-9]+[af]?(-real|-virtual)?(;[0-9]+[af]?(-real|-virtual)?)*)$ ]] ||
+  die "--arch: expected CUDA architectures like 90 or '90;100', got '$arch'"
+# Without these checks a folder that cannot be made leaves out empty and the files go to /.
+mkdir -p "$out" || die "--out: cannot create the folder '$out'"
+out=$(cd "$out" && pwd) || die "--out: cannot enter the folder '$out'"
 log=$out/log.txt
-: >"$log"
+: >"$log" || die "--out: cannot write $log"
 say() { echo "gpu_calibrate: $*" | tee -a "$log" >&2; }
 start=$(date +%s)
 
