@@ -19,7 +19,8 @@
 #   bench.json         kernel timings (metronome_kernel_bench)
 #   sdpa.json          PyTorch SDPA timings on the same shapes
 #   results.json       merged table;  results.txt  the same, readable
-# Exit status: 0 all ran and passed; 1 a build, test or check failed; 3 no GPU (without --dry-run).
+# Exit status: 0 all ran and passed; 1 a build, test or check failed; 2 bad arguments; 3 no GPU
+# (without --dry-run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -30,7 +31,12 @@ build=build-device
 arch=90
 quick=()
 dry=0
+die() { echo "gpu_check: $*" >&2; exit 2; }
 while (($#)); do
+  case $1 in
+    --out|--deps|--build|--arch)
+      [[ $# -ge 2 && -n $2 && $2 != --* ]] || die "$1 needs a value (see --help)" ;;
+  esac
   case $1 in
     --out) out=$2; shift 2 ;;
     --deps) deps=$2; shift 2 ;;
@@ -38,14 +44,17 @@ while (($#)); do
     --arch) arch=$2; shift 2 ;;
     --quick) quick=(--quick); shift ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+[[ $arch =~ ^(native|all|all-major|[0-9]+[af]?(-real|-virtual)?(;[0-9]+[af]?(-real|-virtual)?)*)$ ]] ||
+  die "--arch: expected CUDA architectures like 90 or '90;100', got '$arch'"
+# Without these checks a folder that cannot be made leaves out empty and the files go to /.
+mkdir -p "$out" || die "--out: cannot create the folder '$out'"
+out=$(cd "$out" && pwd) || die "--out: cannot enter the folder '$out'"
 log=$out/log.txt
-: >"$log"
+: >"$log" || die "--out: cannot write $log"
 say() { echo "gpu_check: $*" | tee -a "$log" >&2; }
 start=$(date +%s)
 status=0
