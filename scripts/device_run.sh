@@ -30,13 +30,19 @@
 #   --dry-run   no GPU (CUDA_VISIBLE_DEVICES is emptied), tiny sizes: the CPU backend's ci grid of
 #               tiny, 1 s replays; every stage runs, the GPU ones take their no-GPU path and say so
 # Exit status: 0 every stage passed (GPU stages may skip only under --dry-run); 1 a stage failed,
-# ran out of time or (without --dry-run) found no GPU; 64 bad arguments.
+# ran out of time, (without --dry-run) found no GPU, or its results could not be packed into $OUT;
+# 2 bad arguments.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
 dry=0 deps=build-device-deps build=build-device budget=480 arch=90 jobs=$(nproc 2>/dev/null || echo 4)
+die() { echo "device_run: $*" >&2; exit 2; }
 while (($#)); do
+  case $1 in
+    --deps|--build|--budget|--arch|--jobs)
+      [[ $# -ge 2 && -n $2 && $2 != --* ]] || die "$1 needs a value (see --help)" ;;
+  esac
   case $1 in
     --dry-run) dry=1; shift ;;
     --deps) deps=$2; shift 2 ;;
@@ -44,18 +50,22 @@ while (($#)); do
     --budget) budget=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
-    *) echo "device_run: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-[[ $budget =~ ^[0-9]+$ ]] || { echo "device_run: --budget must be whole seconds, got '$budget'" >&2; exit 64; }
+[[ $budget =~ ^[0-9]+$ ]] || die "--budget must be whole seconds, got '$budget'"
+[[ $jobs =~ ^0*[1-9][0-9]*$ ]] || die "--jobs must be a whole number > 0, got '$jobs'"
+[[ $arch =~ ^(native|all|all-major|[0-9]+[af]?(-real|-virtual)?(;[0-9]+[af]?(-real|-virtual)?)*)$ ]] ||
+  die "--arch: expected CUDA architectures like 90 or '90;100', got '$arch'"
 [[ $deps = /* ]] || deps=$root/$deps
 [[ $build = /* ]] || build=$root/$build
 
 out=${OUT:-$root/out/device_run_out}
 res=$root/out/device_run
 rm -rf "$res"
-mkdir -p "$out" "$res/logs"
+# A run whose results cannot reach $OUT must not go on to spend the budget and exit 0.
+mkdir -p "$out" "$res/logs" || { echo "device_run: cannot create $out or $res/logs" >&2; exit 1; }
 summary=$res/summary.txt
 start=$(date +%s)
 deadline=$((start + budget))
@@ -77,9 +87,12 @@ export root res deps build arch jobs dry grid backend gpu_bin
 export PYTHONUNBUFFERED=1
 
 pack() {
-  cp "$summary" "$out/summary.txt"
-  tar -czf "$out/device_results.tar.gz.tmp" -C "$root/out" device_run &&
-    mv "$out/device_results.tar.gz.tmp" "$out/device_results.tar.gz"
+  if ! { cp "$summary" "$out/summary.txt" &&
+    tar -czf "$out/device_results.tar.gz.tmp" -C "$root/out" device_run &&
+    mv "$out/device_results.tar.gz.tmp" "$out/device_results.tar.gz"; }; then
+    echo "device_run: packing the results into $out FAILED" >&2
+    failed=1
+  fi
 }
 
 # stage NAME LIMIT FUNCTION: runs FUNCTION under timeout, logs to logs/NAME.log. The function's
