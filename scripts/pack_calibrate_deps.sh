@@ -7,7 +7,12 @@
 #   scripts/pack_calibrate_deps.sh [DIR]      default DIR: build-device-deps (ignored by /build*/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:-build-device-deps}
+(($# <= 1)) || { echo "pack_calibrate_deps: one folder at most, got $#: $*" >&2; exit 2; }
+dir=${1-build-device-deps}
+# DIR/benchmark is deleted and rewritten: an empty DIR, or one that resolves to /, would make that
+# /benchmark.
+[[ -n $dir && $(realpath -m -- "$dir") != / ]] ||
+  { echo "pack_calibrate_deps: DIR must be a non-empty folder path other than /, got '$dir'" >&2; exit 2; }
 inc=${BENCHMARK_INCLUDE:-/usr/include/benchmark}
 lib=${BENCHMARK_LIB:-/usr/lib/x86_64-linux-gnu}
 if [[ ! -f $inc/benchmark.h ]] || ! ls "$lib"/libbenchmark.so.* >/dev/null 2>&1; then

@@ -15,7 +15,12 @@
 # Environment: PACK_SYSROOT (default /) reads the packages from another root, for tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:-build-device-deps}
+(($# <= 1)) || { echo "pack_device_deps: one folder at most, got $#: $*" >&2; exit 2; }
+dir=${1-build-device-deps}
+# DIR/usr and DIR/googletest are deleted and rewritten: an empty DIR, or one that resolves to /,
+# would make that /usr.
+[[ -n $dir && $(realpath -m -- "$dir") != / ]] ||
+  { echo "pack_device_deps: DIR must be a non-empty folder path other than /, got '$dir'" >&2; exit 2; }
 sys=${PACK_SYSROOT:-}
 sys=${sys%/}
 arch=x86_64-linux-gnu
@@ -47,7 +52,7 @@ if ((${#missing[@]})); then
   exit 1
 fi
 
-rm -rf "$dir/usr" "$dir/googletest"
+rm -rf "${dir:?}/usr" "${dir:?}/googletest"
 mkdir -p "$dir/usr/include" "$dir/usr/share/cmake" "$dir/usr/share/eigen3" "$dir/usr/lib/$arch/cmake"
 u=$dir/usr
 for h in nlohmann CLI fmt benchmark gtest gmock; do cp -r "$sys/usr/include/$h" "$u/include/"; done
