@@ -5,6 +5,14 @@
 #   scripts/setup.sh --tests    also build the test suite and benchmarks
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Checked before anything is installed: a typo such as --test used to build without the tests.
+tests=OFF
+if (($# == 1)) && [[ $1 == --tests ]]; then
+  tests=ON
+elif (($#)); then
+  echo "setup: unknown arguments '$*'; usage: scripts/setup.sh [--tests]" >&2
+  exit 2
+fi
 
 packages=(build-essential cmake ninja-build pkg-config
   libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libbenchmark-dev
@@ -29,7 +37,5 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
-tests=OFF
-[[ "${1:-}" == "--tests" ]] && tests=ON
 cmake --preset default -DMETRONOME_BUILD_TESTS=$tests -DMETRONOME_BUILD_BENCH=$tests >/dev/null
 cmake --build --preset default
