@@ -8,12 +8,19 @@
 #      included), every stage run, the GPU ones skipping with their reason; the results tarball
 #      holds every stage's log.
 #   scripts/device_dry_run.sh [--budget S]     (default 5400: a cold build on 2 cores is slow)
-# Exit 0 all held; 1 a check failed. ctest: device_prep.dry_run (-DMETRONOME_DEVICE_PREP_TEST=ON).
+# Exit 0 all held; 1 a check failed; 2 bad arguments.
+# ctest: device_prep.dry_run (-DMETRONOME_DEVICE_PREP_TEST=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 budget=5400
-[[ ${1:-} == --budget ]] && budget=$2
+# Checked before the venv and the pack scripts: anything else used to be ignored.
+if (($# == 2)) && [[ $1 == --budget && $2 =~ ^[0-9]+$ ]]; then
+  budget=$2
+elif (($#)); then
+  echo "device_dry_run: usage: device_dry_run.sh [--budget S] (S whole seconds), got '$*'" >&2
+  exit 2
+fi
 fail() { echo "device_dry_run: FAIL: $*" >&2; exit 1; }
 t0=$(date +%s)
 
