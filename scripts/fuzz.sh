@@ -13,9 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=""
-time_limit=0
+time_limit=""
 targets=()
+die() { echo "fuzz.sh: $*" >&2; exit 2; }
 while (($#)); do
+  case $1 in
+    --runs|--time|--target) [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value" ;;
+  esac
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --time) time_limit=$2; shift 2 ;;
@@ -23,7 +27,16 @@ while (($#)); do
     *) echo "fuzz.sh: unknown argument $1 (expected --runs N, --time SECONDS or --target NAME)" >&2; exit 2 ;;
   esac
 done
+# Bash arithmetic reads a non-number as 0, so --time abc quietly became the default 3000 runs.
+[[ -z $runs || $runs =~ ^0*[1-9][0-9]*$ ]] || die "--runs: expected a whole number > 0, got '$runs'"
+[[ -z $time_limit || $time_limit =~ ^0*[1-9][0-9]*$ ]] ||
+  die "--time: expected whole seconds > 0, got '$time_limit'"
+time_limit=${time_limit:-0}
 ((${#targets[@]})) || targets=(scenario sweep_spec hf_config calibration option)
+for t in "${targets[@]}"; do
+  [[ $t =~ ^(scenario|sweep_spec|hf_config|calibration|option)$ ]] ||
+    die "--target: expected scenario, sweep_spec, hf_config, calibration or option, got '$t'"
+done
 [[ -n $runs ]] || { ((time_limit > 0)) && runs=-1 || runs=3000; }
 
 # A value nested 60,000 levels deep crashed the loader once; too long for -max_len, so it
