@@ -10,9 +10,12 @@ Usage: scripts/import_vidur.py [--metronome build-cpu/metronome]
 """
 import argparse
 import json
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROFILES = [  # (Vidur model, GPU)
@@ -37,7 +40,8 @@ def rounded(x):
     return float(f"{x:.4g}")
 
 
-def write_gpu(gpu, blocks):
+def gpu_text(gpu, blocks):
+    """The GPU file with its fitted blocks replaced, checked to be valid JSON before any write."""
     path = ROOT / "scenarios" / "gpus" / f"{gpu}.json"
     text = path.read_text()
     # Keep the hand-written part as written (141e9, not 141000000000.0): replace or append only
@@ -48,36 +52,49 @@ def write_gpu(gpu, blocks):
         if name in blocks:
             block = json.dumps(blocks[name], indent=2).replace("\n", "\n  ")
             head += f',\n  "{name}": {block}'
-    path.write_text(head + "\n}\n")
-    json.loads(path.read_text())  # still valid JSON
-    for name in blocks:
-        print(f"import_vidur: {path.relative_to(ROOT)}: {name} "
-              f"(fitted on {blocks[name]['fitted_on']})")
+    text = head + "\n}\n"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        sys.exit(f"import_vidur: {path.relative_to(ROOT)} would not be valid JSON ({e}); "
+                 f"nothing written")
+    return path, text
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--metronome", default=str(ROOT / "build-cpu" / "metronome"))
-    a = ap.parse_args()
+def replace(path, text):
+    """Writes path through a temporary file beside it, so it is never left half written."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def staged_writes(exe, tmp):
+    """Runs every import into tmp; returns (committed path, new text, GPU blocks or None) for each
+    file to replace. Exits, having written nothing, if an import fails."""
+    writes = []
     fitted = {}
     for model, gpu in PROFILES:
         short = model.split("/")[-1].lower()
         name = {"llama-2-7b-hf": "llama-2-7b", "meta-llama-3-8b": "llama-3-8b"}.get(short, short)
         out = f"results/calibration/{name}_{gpu}_vidur.json"
-        corr = f"/tmp/metronome_import_vidur_{gpu}.json"
-        shape = f"/tmp/metronome_import_vidur_{gpu}_shape_aware.json"
-        cmd = [a.metronome, "calibrate", "import-vidur", "results/vidur", "--model", model,
-               "--gpu", gpu, "--date", "2024-11-19 (Vidur commit 7d47513)", "--out", out,
-               "--correction-out", corr]
+        staged = tmp / pathlib.Path(out).name
+        corr = tmp / f"{gpu}_correction.json"
+        shape = tmp / f"{gpu}_shape_aware.json"
+        cmd = [exe, "calibrate", "import-vidur", "results/vidur", "--model", model,
+               "--gpu", gpu, "--date", "2024-11-19 (Vidur commit 7d47513)", "--out", str(staged),
+               "--correction-out", str(corr)]
         for other in TRANSFER.get(gpu, []):
             cmd += ["--transfer-model", other]
         if gpu in TRANSFER:
-            cmd += ["--transfer-out", shape]
+            cmd += ["--transfer-out", str(shape)]
         print("import_vidur:", " ".join(cmd))
         r = subprocess.run(cmd, cwd=ROOT)
         if r.returncode != 0:
+            print(f"import_vidur: {model} on {gpu} failed (exit {r.returncode}); nothing written",
+                  file=sys.stderr)
             sys.exit(r.returncode)
-        c = json.loads(pathlib.Path(corr).read_text())
+        writes.append((ROOT / out, staged.read_text(), None))
+        c = json.loads(corr.read_text())
         block = {k: rounded(c[k]) for k in KEYS}
         block["fitted_on"] = gpu
         block["source"] = (f"fitted by `metronome calibrate import-vidur` to Vidur's measured {gpu} "
@@ -86,11 +103,11 @@ def main():
         block["error"] = c["error"]
         fitted[gpu] = {"roofline_correction": block}
         if gpu in TRANSFER:
-            sa = json.loads(pathlib.Path(shape).read_text())
+            sa = json.loads(shape.read_text())
             fitted[gpu]["shape_aware_correction"] = {
                 **{k: rounded(sa[k]) for k in SHAPE_AWARE_KEYS},
                 **{k: sa[k] for k in ["fitted_on", "source", "held_out"]}}
-        write_gpu(gpu, fitted[gpu])
+        writes.append((*gpu_text(gpu, fitted[gpu]), fitted[gpu]))
     for gpu, (sibling, why) in ASSUMED.items():
         blocks = {}
         for name, theirs in fitted[sibling].items():
@@ -99,7 +116,28 @@ def main():
             blocks[name]["fitted_on"] = sibling
             blocks[name]["source"] = (f"assumed: the {sibling} fit ({why}); no measurements of "
                                       f"this GPU")
-        write_gpu(gpu, blocks)
+        writes.append((*gpu_text(gpu, blocks), blocks))
+    return writes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--metronome", default=str(ROOT / "build-cpu" / "metronome"))
+    a = ap.parse_args()
+    # It runs with cwd=ROOT, so a relative path is found from there (a bare name on PATH).
+    exe = shutil.which(a.metronome) if "/" not in a.metronome else ROOT / a.metronome
+    if not exe or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
+        ap.error(f"--metronome: {a.metronome} is not an executable "
+                 f"(cmake --preset cpu && cmake --build build-cpu)")
+    # The committed files are replaced only once every import succeeded and every GPU file is
+    # valid JSON, so a failure leaves them all as they were.
+    with tempfile.TemporaryDirectory(prefix="metronome_import_vidur_") as tmp:
+        writes = staged_writes(str(exe), pathlib.Path(tmp))
+    for path, text, blocks in writes:
+        replace(path, text)
+        for name in blocks or []:
+            print(f"import_vidur: {path.relative_to(ROOT)}: {name} "
+                  f"(fitted on {blocks[name]['fitted_on']})")
 
 
 if __name__ == "__main__":
