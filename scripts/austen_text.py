@@ -11,9 +11,16 @@ Output: the lines joined with "\n" (the hard-wrapped Gutenberg text), UTF-8, end
   scripts/austen_text.py PACKAGE_DIR prideprejudice OUT.txt
 """
 import gzip
+import os
 import struct
 import sys
 import zlib
+
+
+def die(msg):
+    """Bad input (a missing, truncated or foreign file; a bad argument): exit 2."""
+    print(f"austen_text: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 class RReader:
@@ -23,7 +30,7 @@ class RReader:
         self.d, self.o, self.where, self.refs = data, 0, where, []
 
     def fail(self, what):
-        raise SystemExit(f"austen_text: {self.where}: byte {self.o}: {what}")
+        die(f"{self.where}: byte {self.o}: {what}")
 
     def int(self):
         (v,) = struct.unpack_from(">i", self.d, self.o)
@@ -41,14 +48,18 @@ class RReader:
         if self.d[:2] != b"X\n":
             self.fail("expected R serialization format 'X\\n' (XDR)")
         self.o = 2
-        version = self.int()
-        self.int(), self.int()  # writer R version, minimal reader version
-        if version == 3:
-            n = self.int()  # native encoding name
-            self.o += n
-        elif version != 2:
-            self.fail(f"serialization version {version}, expected 2 or 3")
-        return self.item()
+        # A truncated or corrupt stream runs off the end of the data or refers to a missing symbol.
+        try:
+            version = self.int()
+            self.int(), self.int()  # writer R version, minimal reader version
+            if version == 3:
+                n = self.int()  # native encoding name
+                self.o += n
+            elif version != 2:
+                self.fail(f"serialization version {version}, expected 2 or 3")
+            return self.item()
+        except (struct.error, IndexError, RecursionError) as e:
+            self.fail(f"truncated or corrupt R serialization ({e})")
 
     def item(self):
         flags = self.int()
@@ -78,6 +89,8 @@ class RReader:
             n = self.int()
             if n == -1:
                 return None
+            if n < 0 or self.o + n > len(self.d):
+                self.fail(f"string of {n} bytes runs past the end ({len(self.d)} bytes)")
             s = self.d[self.o:self.o + n]
             self.o += n
             # gp bits 2/3: Latin-1 / UTF-8; ASCII and UTF-8 decode alike.
@@ -106,29 +119,52 @@ class RReader:
 
 def main():
     if len(sys.argv) != 4:
-        raise SystemExit("usage: austen_text.py PACKAGE_DIR NOVEL OUT.txt")
+        print("usage: austen_text.py PACKAGE_DIR NOVEL OUT.txt", file=sys.stderr)
+        sys.exit(2)
     pkg, novel, out = sys.argv[1:]
     rdx = f"{pkg}/data/Rdata.rdx"
-    with gzip.open(rdx, "rb") as f:
-        index = RReader(f.read(), rdx).read()
+    try:
+        with gzip.open(rdx, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:  # missing, not gzip (BadGzipFile), or cut short (EOFError)
+        die(f"{rdx}: cannot read a gzip-compressed R index ({e}); PACKAGE_DIR must be the "
+            f"janeaustenr package folder")
+    index = RReader(raw, rdx).read()
     variables = index.get("variables") if isinstance(index, dict) else None
     if not variables or novel not in variables:
-        names = sorted(variables) if variables else []
-        raise SystemExit(f"austen_text: {rdx}: no variable '{novel}'; it has {names}")
-    offset, length = (int(x) for x in variables[novel])
+        names = sorted(variables) if isinstance(variables, dict) else []
+        die(f"{rdx}: no variable '{novel}'; it has {names}")
+    where = variables[novel]
+    if not (isinstance(where, list) and len(where) == 2 and all(x is not None for x in where)):
+        die(f"{rdx}: '{novel}': expected [offset, length], got {where!r}")
+    offset, length = (int(x) for x in where)
     rdb = f"{pkg}/data/Rdata.rdb"
-    with open(rdb, "rb") as f:
-        f.seek(offset)
-        blob = f.read(length)
+    try:
+        with open(rdb, "rb") as f:
+            f.seek(offset)
+            blob = f.read(length)
+    except OSError as e:
+        die(f"{rdb}: cannot read ({e})")
+    if len(blob) != length or length < 4:
+        die(f"{rdb}: '{novel}' needs {length} bytes at {offset}, the file has {len(blob)} there")
     (size,) = struct.unpack_from(">I", blob, 0)
-    data = zlib.decompress(blob[4:])
+    try:
+        data = zlib.decompress(blob[4:])
+    except zlib.error as e:
+        die(f"{rdb}: '{novel}' is not a zlib stream ({e})")
     if len(data) != size:
-        raise SystemExit(f"austen_text: {rdb}: '{novel}' inflates to {len(data)} bytes, header says {size}")
+        die(f"{rdb}: '{novel}' inflates to {len(data)} bytes, header says {size}")
     lines = RReader(data, f"{rdb}:{novel}").read()
     if not isinstance(lines, list) or not all(isinstance(s, str) for s in lines):
-        raise SystemExit(f"austen_text: {rdb}: '{novel}' is not a character vector")
-    with open(out, "w", encoding="utf-8", newline="\n") as f:
-        f.write("\n".join(lines).strip("\n") + "\n")
+        die(f"{rdb}: '{novel}' is not a character vector")
+    # Through a temporary file, so an interrupted run leaves no OUT that looks complete.
+    tmp = f"{out}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(lines).strip("\n") + "\n")
+        os.replace(tmp, out)
+    except OSError as e:
+        die(f"OUT {out}: cannot write ({e})")
     print(f"austen_text: {novel}: {len(lines)} lines -> {out}", file=sys.stderr)
 
 
