@@ -44,10 +44,30 @@ def main():
     ap.add_argument("--title", help="figure title (default: scenario name and backend)")
     a = ap.parse_args()
 
-    summary = json.load(open(os.path.join(a.dir, "summary.json")))
-    meas = read_csv(os.path.join(a.dir, "measured.csv"))
-    sim = read_csv(os.path.join(a.dir, "simulated.csv"))
-    frames = read_csv(os.path.join(a.dir, "frames.csv"))
+    # A folder that is not a replay's output is bad input: a message and exit 2, not a traceback.
+    def load(name, reader, fields):
+        path = os.path.join(a.dir, name)
+        try:
+            data = reader(path)
+            for field in fields:
+                item = data[0] if isinstance(data, list) else data
+                for key in field.split("."):
+                    item = item[key]
+            return data
+        except (OSError, ValueError, LookupError, TypeError) as e:
+            ap.error(f"{path}: {type(e).__name__}: {e} (DIR must be the folder of `metronome replay "
+                     f"--out DIR`)")
+
+    def read_json(path):
+        with open(path) as f:
+            return json.load(f)
+
+    summary = load("summary.json", read_json,
+                   ["saturation", "scenario.engine", "scenario.workload.frame_period_s", "scenario.name",
+                    "backend.name", "measured.silent_frame_fraction", "simulated.silent_frame_fraction"])
+    meas = load("measured.csv", read_csv, [])
+    sim = load("simulated.csv", read_csv, [])
+    frames = load("frames.csv", read_csv, [])
     sat = summary["saturation"]
     pad_s = summary["scenario"]["engine"].get("silence_after_s") or summary["scenario"]["workload"].get(
         "deadline_s") or summary["scenario"]["workload"]["frame_period_s"]
@@ -119,7 +139,15 @@ def main():
     fig.suptitle(title + "\n" + sub, fontsize=10)
     fig.tight_layout()
     out = a.out or os.path.join(a.dir, "replay.png")
-    fig.savefig(out, dpi=120)
+    # Through a temporary name (same extension: it picks the format), so an interrupted or failed
+    # write leaves no figure that looks complete.
+    stem, ext = os.path.splitext(out)
+    tmp = f"{stem}.tmp{ext}"
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, out)
+    except (OSError, ValueError) as e:
+        ap.error(f"--out {out}: cannot write ({e})")
     print(out)
 
 
