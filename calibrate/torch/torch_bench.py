@@ -27,13 +27,16 @@ benchmark's median aggregate.
     python3 calibrate/torch/torch_bench.py --model moshi --grid gpu --out bench_torch.json
     python3 calibrate/torch/torch_bench.py --dry-run --out bench_dry.json   # CPU, tiny, grid ci
 
-Without torch it exits 77 with a message (ctest reads 77 as skipped).
+Bad arguments exit 2, checked first; then, without torch, it exits 77 with a message (ctest reads
+77 as skipped).
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
+import re
 import socket
 import statistics
 import sys
@@ -47,15 +50,36 @@ import kv_window  # noqa: E402
 SKIP = 77
 
 
-def load_model(name):
+def load_model(ap, name):
     path = os.path.join(ROOT, "scenarios", "models", name + ".json")
-    if not os.path.isfile(path):
-        raise SystemExit(f"torch_bench: --model {name}: no {path}")
-    m = json.load(open(path))
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) or not os.path.isfile(path):
+        ap.error(f"--model {name}: no {path}")
+    try:
+        with open(path) as f:
+            m = json.load(f)
+    except (OSError, ValueError) as e:
+        ap.error(f"--model {name}: {path}: {e}")
     if m.get("experts", 0) > 0:
-        raise SystemExit(f"torch_bench: --model {name}: an MoE model; this path does not time "
-                         "experts (use the CUDA kernels' benchmark)")
+        ap.error(f"--model {name}: an MoE model; this path does not time experts (use the CUDA "
+                 "kernels' benchmark)")
     return m
+
+
+class Unsupported(RuntimeError):
+    """This device's torch has no kernel for the shape."""
+
+
+def skippable(torch):
+    """What means this machine cannot time a point: a piece of torch missing here (FlexAttention,
+    or the compiler's backend such as Triton), no kernel for the shape, or too little device
+    memory. Such a point is recorded as skipped; any other exception is a bug and stops the run."""
+    kinds = [ImportError, Unsupported, torch.cuda.OutOfMemoryError]
+    try:
+        from torch._dynamo.exc import BackendCompilerFailed
+        kinds.append(BackendCompilerFailed)
+    except ImportError:
+        pass
+    return tuple(kinds)
 
 
 class Timer:
@@ -195,7 +219,7 @@ def sdpa_backend(torch, step):
             return b, f"{b.name.lower()} ({step.sdpa_layout})"
         except RuntimeError:
             continue
-    raise RuntimeError("no SDPA backend accepts this shape")
+    raise Unsupported("no SDPA backend accepts this shape")
 
 
 def main():
@@ -209,6 +233,18 @@ def main():
     ap.add_argument("--limit-s", type=float, default=0,
                     help="stop timing new points after this many seconds (0: no limit)")
     a = ap.parse_args()
+    # Checked before torch is imported: without torch the run is skipped (77), and a bad argument
+    # must not pass for a skip.
+    m = load_model(ap, a.model)
+    with open(os.path.join(HERE, "grids.json")) as f:
+        grids = json.load(f)["grids"]
+    if a.grid not in grids:
+        ap.error(f"--grid {a.grid}: unknown (known: {', '.join(grids)})")
+    if not (math.isfinite(a.limit_s) and a.limit_s >= 0):
+        ap.error(f"--limit-s: expected seconds >= 0 (0: no limit), got {a.limit_s:g}")
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if os.path.isdir(a.out) or not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
+        ap.error(f"--out {a.out}: expected a file in an existing, writable folder")
     try:
         import torch
     except ImportError:
@@ -217,6 +253,7 @@ def main():
         return SKIP
     if a.dry_run:
         a.model, a.grid = "tiny", "ci"
+        m = load_model(ap, a.model)
         device, dtype = torch.device("cpu"), torch.float32
         torch.set_num_threads(1)  # a shared CI core: threads only add contention to the timings
     else:
@@ -225,10 +262,6 @@ def main():
                   file=sys.stderr)
             return 3
         device, dtype = torch.device("cuda"), torch.bfloat16
-    m = load_model(a.model)
-    grids = json.load(open(os.path.join(HERE, "grids.json")))["grids"]
-    if a.grid not in grids:
-        raise SystemExit(f"torch_bench: --grid {a.grid}: unknown (known: {', '.join(grids)})")
     grid = grids[a.grid]
     warmup, reps, min_t = grid["warmup"], grid["repetitions"], grid["min_time_s"]
     if a.dry_run:
@@ -237,6 +270,7 @@ def main():
     compiled = torch.compile if device.type == "cuda" else None
     impls = ["sdpa", "flex"] if a.attention == "both" else [a.attention]
     benchmarks, backends = [], {}
+    skip_kinds = skippable(torch)
     t_start = time.monotonic()
     for p in grid["points"]:
         name = "torch/" + p["name"]
@@ -272,7 +306,7 @@ def main():
                 "seconds_by_impl": times})
             print(f"torch_bench: {name}: {times[best] * 1e3:.3f} ms ({best}"
                   + (f", sdpa backend {backend}" if backend else "") + ")", file=sys.stderr)
-        except Exception as e:  # a shape that does not fit: skip it, keep the sweep going
+        except skip_kinds as e:  # a shape this machine cannot run: skip it, keep the sweep going
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             benchmarks.append({"name": name, "run_name": name, "error_occurred": True,
@@ -301,9 +335,11 @@ def main():
             + ("CUDA events" if device.type == "cuda" else "perf_counter")
             + f", {warmup} warm-ups, median of {reps} repetitions of >= {min_t:g} s"),
     }
-    with open(a.out, "w") as f:
+    # Through a temporary file: an interrupted write leaves no benchmark JSON that looks complete.
+    with open(a.out + ".tmp", "w") as f:
         json.dump({"context": ctx, "benchmarks": benchmarks}, f, indent=1)
         f.write("\n")
+    os.replace(a.out + ".tmp", a.out)
     ok = sum(1 for b in benchmarks if not b.get("error_occurred"))
     print(f"torch_bench: {ok} of {len(benchmarks)} points timed -> {a.out}", file=sys.stderr)
     return 0 if ok else 1
