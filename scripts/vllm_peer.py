@@ -7,7 +7,7 @@ of the case's block count, and each step's model output is faked (one sampled to
 scheduled request whose known tokens are all computed). Case format, driver and golden format:
 tests/sim/vllm/FORMAT.md.
 
-Usage: vllm_peer.py --cases DIR --out DIR [NAME ...]
+Usage: vllm_peer.py --cases DIR --out DIR [--date YYYY-MM-DD] [--check] [NAME ...]
 """
 
 import argparse
@@ -362,35 +362,62 @@ def main():
     ap.add_argument("--cases", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--date", default=None, help="YYYY-MM-DD written as 'generated' (default: today, UTC)")
+    ap.add_argument("--check", action="store_true",
+                    help="only check the arguments and the cases (no vLLM needed), then exit")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
+    # Everything is checked before vLLM is imported, and every golden is computed before any is
+    # written: a bad case or argument exits 2 with all committed goldens as they were.
+    if args.date is not None:
+        try:
+            datetime.datetime.strptime(args.date, "%Y-%m-%d")
+        except ValueError:
+            ap.error(f"--date: expected YYYY-MM-DD, got '{args.date}'")
+    try:
+        names = args.names or sorted(p[:-5] for p in os.listdir(args.cases) if p.endswith(".json"))
+    except OSError as e:
+        ap.error(f"--cases {args.cases}: {e.strerror}")
+    if not names:
+        ap.error(f"--cases {args.cases}: no case files (NAME.json)")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        ap.error(f"--out {args.out}: expected a folder")
+    cases = {}
+    for name in names:
+        path = os.path.join(args.cases, name + ".json")
+        try:
+            case = load_case(path)
+        except (CaseError, json.JSONDecodeError, OSError) as e:
+            print(f"vllm_peer: {e}", file=sys.stderr)
+            return 2
+        if case["name"] != name:
+            print(f"vllm_peer: {path}: field 'name': expected \"{name}\" (the file name)",
+                  file=sys.stderr)
+            return 2
+        cases[name] = case
+    if args.check:
+        print(f"vllm_peer: {len(cases)} cases checked", file=sys.stderr)
+        return 0
     import vllm
 
-    names = args.names or sorted(p[:-5] for p in os.listdir(args.cases) if p.endswith(".json"))
     date = args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    os.makedirs(args.out, exist_ok=True)
+    goldens = {}
     with tempfile.TemporaryDirectory() as model_dir:
         write_model_dir(model_dir)
-        for name in names:
-            path = os.path.join(args.cases, name + ".json")
-            try:
-                case = load_case(path)
-            except (CaseError, json.JSONDecodeError, OSError) as e:
-                print(f"vllm_peer: {e}", file=sys.stderr)
-                return 2
-            if case["name"] != name:
-                print(f"vllm_peer: {path}: field 'name': expected \"{name}\" (the file name)",
-                      file=sys.stderr)
-                return 2
+        for name, case in cases.items():
             peer = Peer(case, model_dir)
             steps, summary = peer.run()
             golden = {"vllm_version": vllm.__version__, "generated": date, "case": case,
                       "usable_blocks": case["num_gpu_blocks"] - 1, "steps": steps,
                       "summary": summary}
-            out = os.path.join(args.out, name + ".json")
-            with open(out, "w") as f:
-                f.write(format_golden(golden))
-            print(f"{name}: {json.dumps(summary)}")
+            goldens[name] = (format_golden(golden), summary)
+    os.makedirs(args.out, exist_ok=True)
+    for name, (text, summary) in goldens.items():
+        # Through a temporary file, so an interrupted write leaves no half golden.
+        out = os.path.join(args.out, name + ".json")
+        with open(out + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(out + ".tmp", out)
+        print(f"{name}: {json.dumps(summary)}")
     return 0
 
 

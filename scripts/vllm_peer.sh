@@ -11,7 +11,8 @@
 #   --out DIR    goldens folder (default tests/sim/vllm/golden)
 #   --date D     the "generated" date written into the goldens (default today, UTC)
 #   NAME ...     cases to run (default all)
-# Exit status: 0 done; 2 a bad case file; 1 anything else.
+# Exit status: 0 done; 2 a bad argument or case file (checked before the venv is made); 1 anything
+# else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,14 +23,22 @@ extra=()
 names=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --venv|--out|--date)
+      if [ $# -lt 2 ] || [ -z "$2" ]; then echo "vllm_peer.sh: $1 needs a value" >&2; exit 2; fi ;;
+  esac
+  case "$1" in
     --venv) venv=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --date) extra+=(--date "$2"); shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "vllm_peer.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
 done
+
+# The arguments and every case are checked first (no vLLM needed): a mistake must not wait for, or
+# trigger, a 9 GB install.
+python3 scripts/vllm_peer.py --check --cases tests/sim/vllm/cases --out "$out" "${extra[@]}" "${names[@]}"
 
 py=$venv/bin/python
 if [ ! -x "$py" ]; then
