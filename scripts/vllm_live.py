@@ -26,9 +26,14 @@ timeseries.csv with the simulator's FrameLedger):
   run.json     vLLM version, machine, load, the driver's lateness (how far behind the wall clock
                its releases ran), wall time, and whether the run kept real time
 
+A call that ends in an error (the engine's, or an HTTP error from the server) is not a frame the
+engine left unanswered: the run goes on to the horizon, its records are written, run.json lists the
+errors (call_errors, call_errors_first) with a NOT VALID verdict, and the exit status is 1. Calls
+cancelled at their hang-up or at the horizon are the plan, not errors.
+
 Usage: vllm_live.py --scenario RESOLVED.json --out DIR [--model-dir DIR] [--endpoint URL] [--check]
   --check  only check the scenario (before vLLM is imported) and exit
-Exit: 0 done (valid or not: run.json says), 2 bad input, 1 anything else.
+Exit: 0 done (valid or not: run.json says), 2 bad input, 1 a call failed, or anything else.
 """
 
 import argparse
@@ -227,6 +232,7 @@ class Books:
     def __init__(self):
         self.frames = {}  # (session, frame) -> record
         self.lateness = []
+        self.errors = []  # exceptions calls ended with (hang_up_at)
 
     @staticmethod
     def got_tokens(rec, n, t, n_out):
@@ -378,14 +384,16 @@ async def resumable_call(engine, plan, books, clock, s, arrival, sp_factory, rel
                 got += 1
 
     task = asyncio.create_task(consume())
-    await clock.until(min(hang_up, plan.horizon))
-    if not task.done():
-        await engine.abort(f"s{s}")
-        task.cancel()
     try:
-        await task
-    except (asyncio.CancelledError, Exception):
-        pass
+        await clock.until(min(hang_up, plan.horizon))
+        if not task.done():
+            await engine.abort(f"s{s}")
+    finally:
+        # Also when the horizon cancels this call first: how the stream ended is read either way.
+        task.cancel()
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # an engine error: the call failed (hang_up_at counts it)
 
 
 async def run_per_frame_session(submit, plan, books, clock, s, arrival):
@@ -406,17 +414,22 @@ async def run_per_frame_session(submit, plan, books, clock, s, arrival):
             out = await asyncio.wait_for(submit(f"s{s}f{k}", list(history), records[k]),
                                          timeout=max(0.0, hang_up - clock.now()))
         except asyncio.TimeoutError:
+            if clock.now() < hang_up - 1e-3:
+                raise  # the engine's or the server's own timeout, not the caller hanging up
             break
         history += out
 
 
 async def hang_up_at(clock, horizon, calls):
-    """At the horizon, cancels the calls still running and waits until each has ended."""
+    """At the horizon, cancels the calls still running and waits until each has ended. Returns
+    the errors calls ended with: a call cancelled here hung up as planned, but any other exception
+    (an engine error, the server's HTTP 500) is a failed call, not a frame left unanswered."""
     await clock.until(horizon)
     for c in calls:
         if not c.done():
             c.cancel()
-    await asyncio.gather(*calls, return_exceptions=True)
+    ended = await asyncio.gather(*calls, return_exceptions=True)
+    return [e for e in ended if isinstance(e, Exception)]
 
 
 async def self_contained(plan, args, books, clock_box, gate):
@@ -478,7 +491,7 @@ async def self_contained(plan, args, books, clock_box, gate):
             for s, a in enumerate(plan.arrivals()):
                 tasks.append(asyncio.create_task(
                     run_per_frame_session(submit, plan, books, clock, s, a)))
-        await hang_up_at(clock, plan.horizon, tasks)
+        books.errors = await hang_up_at(clock, plan.horizon, tasks)
         await sampler
         await controller
         return engine_info_local(engine, plan)
@@ -563,7 +576,7 @@ async def endpoint(plan, args, books, clock_box, gate):
         sampler = asyncio.create_task(sample_metrics_async(plan, clock, books, prom))
         tasks = [asyncio.create_task(run_per_frame_session(submit, plan, books, clock, s, a))
                  for s, a in enumerate(plan.arrivals())]
-        await hang_up_at(clock, plan.horizon, tasks)
+        books.errors = await hang_up_at(clock, plan.horizon, tasks)
         await sampler
     return {"vllm_version": "server at " + base, "mode": "endpoint", "engine": model}
 
@@ -634,6 +647,16 @@ def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate
     late = sorted(books.lateness)
     n_late = sum(1 for x in late if x > MAX_LATENESS_S)
     real_time = bool(late) and n_late <= MAX_LATE_FRACTION * len(late)
+    errors = [f"{type(e).__name__}: {e}"[:300] for e in books.errors]
+    if errors:
+        verdict = (f"NOT VALID: {len(errors)} call(s) failed with an error (first: "
+                   f"{errors[0]}): their unanswered frames are not the engine's silence")
+    elif real_time:
+        verdict = "valid: the driver kept real time"
+    else:
+        verdict = (f"NOT VALID: {n_late} of {len(late)} releases were more than "
+                   f"{MAX_LATENESS_S * 1e3:.0f} ms late (the machine was too busy to keep real "
+                   "time)")
     run = dict(info)
     run.update({
         "scenario": plan.name,
@@ -652,10 +675,10 @@ def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate
         "releases_late": n_late,
         "late_threshold_ms": MAX_LATENESS_S * 1e3,
         "real_time": real_time,
-        "verdict": "valid: the driver kept real time" if real_time else
-        f"NOT VALID: {n_late} of {len(late)} releases were more than "
-        f"{MAX_LATENESS_S * 1e3:.0f} ms late (the machine was too busy to keep real time)",
+        "verdict": verdict,
     })
+    if errors:
+        run.update({"call_errors": len(errors), "call_errors_first": errors[:5]})
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
         f.write("\n")
@@ -757,7 +780,8 @@ def main():
     run = write_outputs(plan, args, books, info, wall, load_before, os.getloadavg()[0], gate)
     print(f"vllm_live: {plan.name}: {len(books.frames)} frames recorded in {run['wall_s']} s; "
           f"{run['verdict']}", file=sys.stderr)
-    return 0
+    # A failed call fails the run: its records are kept for reading, but nothing should book them.
+    return 1 if books.errors else 0
 
 
 if __name__ == "__main__":
