@@ -24,9 +24,11 @@ Usage:
                                        DIR/sim/scenario.json -> DIR/compare.json, a table on stdout
   live_compare.py --check DIR ...      also exit 1 when an agreement is outside its tolerance
                                        (the ctest of the committed live runs)
-  --metronome PATH                     the metronome binary (default build/metronome)
+  --metronome PATH                     the metronome binary (default build/metronome of this
+                                       checkout)
 The latency checks are reported, not enforced ("miss" where outside tolerance): see docs/live.md.
-Exit: 0 done; 1 a check failed; 2 bad input.
+Exit: 0 done; 1 a check failed; 2 bad input (damaged or missing records, a run whose calls ended
+in errors, a metronome that failed: its message is passed on).
 """
 
 import argparse
@@ -44,6 +46,73 @@ TOL = {"t_sat": 0.02, "t_sat_recompute": 0.10, "frames_served": 0.02, "p50": 0.1
 SEEDS = 20
 
 
+class InputError(Exception):
+    pass
+
+
+def write_atomically(path, write, mode="w"):
+    """write(f) into a temporary file beside `path`, renamed onto it only once complete, so an
+    interrupted run leaves no output that looks whole."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, mode) as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def read_json(path):
+    """A JSON object from `path`, or InputError naming the file."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})")
+    except ValueError as e:
+        raise InputError(f"{path}: not JSON ({e})")
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a JSON object, got a {type(doc).__name__}")
+    return doc
+
+
+def read_csv(path, numbers, ints=()):
+    """Rows of `path` with the columns `numbers` as finite floats (None where empty) and `ints` as
+    integers; InputError naming the file, line and column of anything else."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in (*numbers, *ints) if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputError(f"{path}: expected columns {', '.join(missing)} in its header")
+            rows = []
+            for r in reader:
+                row = dict(r)
+                for c in (*numbers, *ints):
+                    v = r[c]
+                    try:
+                        if v in ("", None) and c in numbers:
+                            row[c] = None
+                        elif c in ints:
+                            row[c] = int(v)
+                        else:
+                            row[c] = float(v)
+                            if not math.isfinite(row[c]):
+                                raise ValueError
+                    except (TypeError, ValueError):
+                        raise InputError(f"{path}:{reader.line_num}: column '{c}': expected "
+                                         f"{'an integer' if c in ints else 'a finite number'}, "
+                                         f"got {v!r}")
+                rows.append(row)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not text ({e})")
+    return rows
+
+
 def quantile(xs, q):
     """Nearest-rank quantile (the simulator's histogram rounds to its bins; see docs/live.md)."""
     if not xs:
@@ -54,19 +123,32 @@ def quantile(xs, q):
 
 
 def read_frames(path):
-    rows = []
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            rows.append({k: (float(v) if v not in ("",) and k not in ("session", "frame", "tokens")
-                             else (int(v) if v != "" else None)) for k, v in r.items()})
-    return rows
+    return read_csv(path, ("release_s", "submit_s", "first_token_s", "done_s"),
+                    ("session", "frame", "tokens"))
 
 
 def read_steps(path):
+    """The engine's step log (absent in endpoint mode): the fields read here, checked."""
     out = []
-    if os.path.exists(path):
+    if not os.path.exists(path):
+        return out
+    try:
         with open(path) as f:
-            out = [json.loads(line) for line in f if line.strip()]
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                st = json.loads(line)
+                if (not isinstance(st, dict) or not all(
+                        isinstance(st.get(k), (int, float)) and not isinstance(st.get(k), bool)
+                        and math.isfinite(st[k]) for k in ("t0", "t1"))
+                        or not isinstance(st.get("q"), list)):
+                    raise InputError(f"{path}:{n}: expected an object with numbers t0, t1 and a "
+                                     "list q (a step of vllm_live_hooks.py)")
+                out.append(st)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})")
+    except ValueError as e:
+        raise InputError(f"{path}:{n}: not JSON ({e})")
     return out
 
 
@@ -124,18 +206,44 @@ def latency_parts(frames, steps, origin, scenario, until):
 def book(metronome, scenario_path, records, extra=()):
     """The live run booked by the simulator's own ledger (metronome book): due, served, silent,
     latency and N* by the definitions simulate uses."""
-    out = subprocess.run([metronome, "book", "--scenario", scenario_path, "--records", records,
-                          "--json", *extra], capture_output=True, text=True)
+    return metronome_json(metronome, ["book", "--scenario", scenario_path, "--records", records,
+                                      "--json", *extra])["result"]
+
+
+def run_metronome(metronome, argv):
+    """metronome's stdout; where it fails, InputError with its own message."""
+    try:
+        out = subprocess.run([metronome, *argv], capture_output=True, text=True)
+    except OSError as e:
+        raise InputError(f"--metronome {metronome}: cannot run ({e.strerror})")
     if out.returncode != 0:
-        raise RuntimeError(f"{metronome} book {records}: {out.stderr.strip()}")
-    return json.loads(out.stdout)["result"]
+        raise InputError(f"metronome {' '.join(argv)} exited {out.returncode}:\n"
+                         f"{out.stderr.strip()}")
+    return out.stdout
+
+
+def metronome_json(metronome, argv):
+    out = run_metronome(metronome, argv)
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise InputError(f"metronome {' '.join(argv)}: expected JSON on stdout ({e})")
 
 
 def live_side(d, scenario, metronome, scenario_path):
-    run = json.load(open(os.path.join(d, "run.json")))
+    path = os.path.join(d, "run.json")
+    run = read_json(path)
+    if run.get("call_errors"):
+        # vllm_live.py failed this run: its unanswered frames are errors, not the engine's load.
+        raise InputError(f"{path}: field 'call_errors': {run['call_errors']} call(s) ended in an "
+                         f"error: not a run to compare ({run.get('verdict')})")
     frames = read_frames(os.path.join(d, "frames.csv"))
     steps = read_steps(os.path.join(d, "steps.jsonl"))
     origin = run.get("clock_origin_monotonic_s")
+    if origin is not None and (isinstance(origin, bool) or not isinstance(origin, (int, float))
+                               or not math.isfinite(origin)):
+        raise InputError(f"{path}: field 'clock_origin_monotonic_s': expected a finite number, "
+                         f"got {origin!r}")
     horizon = scenario["horizon_s"]
     whole = book(metronome, scenario_path, d)
     first_fail = whole["first_stall_s"]
@@ -149,12 +257,13 @@ def live_side(d, scenario, metronome, scenario_path):
     after_tok = whole["tokens_produced"] - at["tokens_produced"]
     parts = latency_parts(frames, steps, origin, scenario, h0)
     # What a monitor of the engine saw after the cliff (vLLM's own Prometheus metrics).
-    with open(os.path.join(d, "metrics.csv")) as f:
-        after = [r for r in csv.DictReader(f) if first_fail is not None
-                 and float(r["t_s"]) > first_fail + scenario["engine"]["silence_after_s"]]
+    gauges = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting")
+    after = [r for r in read_csv(os.path.join(d, "metrics.csv"), ("t_s", *gauges))
+             if first_fail is not None and r["t_s"] is not None
+             and r["t_s"] > first_fail + scenario["engine"]["silence_after_s"]]
 
     def med(key):
-        v = [float(r[key]) for r in after if r.get(key) not in ("", None)]
+        v = [r[key] for r in after if r[key] is not None]
         return statistics.median(v) if v else None
 
     monitor = {"samples": len(after), "kv_cache_usage_perc_median": med("kv_cache_usage_perc"),
@@ -195,11 +304,7 @@ def ms(x):
 
 
 def simulate(metronome, scenario_path, extra=()):
-    out = subprocess.run([metronome, "simulate", "--scenario", scenario_path, "--json", *extra],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"{metronome} simulate {scenario_path}: {out.stderr.strip()}")
-    return json.loads(out.stdout)
+    return metronome_json(metronome, ["simulate", "--scenario", scenario_path, "--json", *extra])
 
 
 def sim_side(metronome, scenario_path, whole, h0, cliff, horizon):
@@ -368,7 +473,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("--metronome", default="build/metronome")
+    ap.add_argument("--metronome", default=os.path.normpath(os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "metronome")))
     ap.add_argument("--scenarios", help="simulate DIR's case from FOLDER/<case>.json instead of "
                     "DIR/sim/scenario.json (the committed runs: scenarios/live)")
     ap.add_argument("--write", action="store_true", default=None,
@@ -382,16 +488,23 @@ def main():
         if not os.path.isfile(scen):
             print(f"live_compare: {scen}: missing (the scenario of {d})", file=sys.stderr)
             return 2
-        for sub in ("live/frames.csv", "live/run.json"):
+        for sub in ("live/frames.csv", "live/metrics.csv", "live/run.json"):
             if not os.path.isfile(os.path.join(d, sub)):
                 print(f"live_compare: {d}: {sub} missing (expected a scripts/vllm_live.sh --out "
                       "folder)", file=sys.stderr)
                 return 2
-        c = compare(d, args.metronome, scen)
-        if args.write or (args.write is None and not args.check):
-            with open(os.path.join(d, "compare.json"), "w") as f:
-                json.dump(c, f, indent=2, sort_keys=True)
-                f.write("\n")
+        try:
+            c = compare(d, args.metronome, scen)
+            if args.write or (args.write is None and not args.check):
+                path = os.path.join(d, "compare.json")
+                try:
+                    write_atomically(path, lambda f: f.write(
+                        json.dumps(c, indent=2, sort_keys=True) + "\n"))
+                except OSError as e:
+                    raise InputError(f"{path}: cannot write ({e.strerror})")
+        except InputError as e:
+            print(f"live_compare: {e}", file=sys.stderr)
+            return 2
         print(table(c))
         failed += sum(1 for ch in c["checks"] if not ch["ok"] and ch.get("enforced", True))
     if args.check and failed:
