@@ -14,13 +14,14 @@ REPORT.md puts each case's compare.json (scripts/live_compare.py) in one table: 
 the simulation with the live calibration, predict's t_sat, the relative errors and the checks.
 
 Usage: live_results.py [--metronome build/metronome] [--out results/live] CASE_DIR ...
+Every input (each case's records and compare.json, OUT/calibration/vllm_tiny_cpu.json) is read
+and every metronome run made before anything is written; the figures and REPORT.md are written
+under temporary names and renamed into place.
+Exit: 0 done; 2 bad input (or a metronome that failed: its message is passed on).
 """
 
 import argparse
-import csv
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -30,25 +31,66 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def rows(path):
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
 def num(x):
     return float(x) if x not in ("", None) else None
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live_compare import fmt as cell  # noqa: E402  (one number format for the table and report)
+# One number format for the table and report, one reading of records and of metronome's failures.
+from live_compare import fmt as cell  # noqa: E402
+from live_compare import (InputError, read_csv, read_json, read_steps,  # noqa: E402
+                          run_metronome, write_atomically)
 
 
 def pct(x):
     return "-" if x is None else f"{100 * x:+.1f}%"
 
 
-def write_report(args, comps):
-    cal = json.load(open(os.path.join(args.out, "calibration", "vllm_tiny_cpu.json")))
+def read_calibration(path):
+    cal = read_json(path)
+    fit = cal.get("fit")
+    if (not isinstance(cal.get("label"), str) or not isinstance(fit, dict)
+            or not all(isinstance(fit.get(k), (int, float))
+                       for k in ("r2", "heldout_median_ape", "heldout_max_ape"))):
+        raise InputError(f"{path}: expected a calibration (`metronome calibrate fit --out`) with "
+                         "label and fit.r2, fit.heldout_median_ape, fit.heldout_max_ape")
+    return cal
+
+
+def read_case(args, d):
+    """What a case's panels and its report row read, checked, and its simulation and booking by
+    metronome, before anything is drawn."""
+    case = os.path.basename(os.path.normpath(d))
+    scenario = os.path.join(args.scenarios, case + ".json")
+    if not os.path.isfile(scenario):
+        raise InputError(f"{scenario}: missing (the scenario of {d})")
+    live = os.path.join(d, "live")
+    for f in ("compare.json", "live/run.json", "live/metrics.csv"):
+        if not os.path.isfile(os.path.join(d, f)):
+            raise InputError(f"{d}: {f} missing (expected a case folder, results/live/<case>/, "
+                             "compared by scripts/live_compare.py)")
+    c = {"case": case, "comp": read_json(os.path.join(d, "compare.json")),
+         "run": read_json(os.path.join(live, "run.json")),
+         "metrics": read_csv(os.path.join(live, "metrics.csv"), ("t_s", "kv_cache_usage_perc")),
+         "steps": read_steps(os.path.join(live, "steps.jsonl")),
+         "admission": os.path.exists(os.path.join(live, "admission.csv"))}
+    for k in ("live", "simulated", "relative_error", "checks", "case", "real_time"):
+        if k not in c["comp"]:
+            raise InputError(f"{d}/compare.json: field '{k}': missing (rerun "
+                             "scripts/live_compare.py --write)")
+    series = ("t_s", "pool_fraction", "live_sessions", "admission_cap", "frames_served")
+    with tempfile.TemporaryDirectory() as tmp:
+        run_metronome(args.metronome, ["simulate", "--scenario", scenario, "--out", tmp])
+        c["ts"] = read_csv(os.path.join(tmp, "timeseries.csv"), series)
+        c["scen"] = read_json(os.path.join(tmp, "scenario.json"))
+        # The live run's time series, booked by the simulator's ledger (metronome book).
+        run_metronome(args.metronome, ["book", "--scenario", scenario, "--records", live,
+                                       "--out", tmp])
+        c["lts"] = read_csv(os.path.join(tmp, "timeseries.csv"), series)
+    return c
+
+
+def write_report(args, cal, comps):
     fit = cal["fit"]
     lines = [
         "# Live runs: vLLM's CPU backend against the simulator",
@@ -95,45 +137,25 @@ def write_report(args, comps):
     lines += ["", "Each run: " + "; ".join(
         f"{c['case']}: {c['live']['vllm_version']}, {c['live']['date']}, {c['live']['machine']}"
         for c in comps), ""]
-    with open(os.path.join(args.out, "REPORT.md"), "w") as f:
-        f.write("\n".join(lines))
+    write_atomically(os.path.join(args.out, "REPORT.md"), lambda f: f.write("\n".join(lines)))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cases", nargs="+")
-    ap.add_argument("--metronome", default="build/metronome")
-    ap.add_argument("--scenarios", default="scenarios/live")
-    ap.add_argument("--out", default="results/live")
-    args = ap.parse_args()
+def plot(cases):
     plt.rcParams.update({"font.size": 7, "axes.titlesize": 7, "legend.fontsize": 6})
-    n = len(args.cases)
+    n = len(cases)
     fig, axes = plt.subplots(2, n, figsize=(1.8 * n, 3.2), sharex="col", squeeze=False)
-    for i, d in enumerate(args.cases):
-        case = os.path.basename(os.path.normpath(d))
-        comp = json.load(open(os.path.join(d, "compare.json")))
-        run = json.load(open(os.path.join(d, "live", "run.json")))
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([args.metronome, "simulate", "--scenario",
-                            os.path.join(args.scenarios, case + ".json"), "--out", tmp],
-                           check=True, capture_output=True)
-            ts = rows(os.path.join(tmp, "timeseries.csv"))
-            scen = json.load(open(os.path.join(tmp, "scenario.json")))
-            # The live run's time series, booked by the simulator's ledger (metronome book).
-            subprocess.run([args.metronome, "book", "--scenario",
-                            os.path.join(args.scenarios, case + ".json"), "--records",
-                            os.path.join(d, "live"), "--out", tmp], check=True,
-                           capture_output=True)
-            lts = rows(os.path.join(tmp, "timeseries.csv"))
+    for i, c in enumerate(cases):
+        case, comp, run, scen, ts, lts = (c[k] for k in ("case", "comp", "run", "scen", "ts",
+                                                          "lts"))
         horizon = scen["horizon_s"]
         usable = scen["engine"]["num_blocks"] - 1
         top, bot = axes[0][i], axes[1][i]
-        m = rows(os.path.join(d, "live", "metrics.csv"))
+        m = c["metrics"]
         top.plot([num(r["t_s"]) for r in m], [num(r["kv_cache_usage_perc"]) for r in m],
                  color="C0", lw=1.2, label="vLLM Prometheus")
-        origin = run["clock_origin_monotonic_s"]
-        steps = [json.loads(x) for x in open(os.path.join(d, "live", "steps.jsonl"))]
-        st = [(s["t1"] - origin, 1 - s["free"] / usable) for s in steps if s["t0"] >= origin]
+        origin = run.get("clock_origin_monotonic_s")
+        st = [(s["t1"] - origin, 1 - s["free"] / usable) for s in c["steps"]
+              if origin is not None and s["t0"] >= origin and "free" in s]
         # A stalled engine writes no step, so its last state holds until the next one (steps-post).
         top.step([t for t, _ in st], [u for _, u in st], where="post", color="C0", lw=0.5,
                  alpha=0.5, ls=":", label="vLLM step log")
@@ -148,8 +170,7 @@ def main():
         top.set_ylim(0, 1.05)
         top.set_title(case.replace("_", " "))
         period = scen["output"]["sample_period_s"]
-        adm = os.path.join(d, "live", "admission.csv")
-        if os.path.exists(adm):
+        if c["admission"]:
             # Admission runs: sessions admitted (and the controller's cap, thin) over time.
             bot.step([num(r["t_s"]) for r in lts], [num(r["live_sessions"]) for r in lts],
                      where="post", color="C0", lw=1.0, label="live")
@@ -177,11 +198,33 @@ def main():
             top.legend(loc="upper left", frameon=False)
             bot.legend(loc="upper right", frameon=False)
     fig.tight_layout()
-    os.makedirs(args.out, exist_ok=True)
-    for ext in ("png", "pdf"):
-        fig.savefig(os.path.join(args.out, f"live_vs_sim.{ext}"), dpi=200,
-                    metadata={"CreationDate": None} if ext == "pdf" else None)
-    write_report(args, [json.load(open(os.path.join(d, "compare.json"))) for d in args.cases])
+    return fig
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cases", nargs="+")
+    ap.add_argument("--metronome", default="build/metronome")
+    ap.add_argument("--scenarios", default="scenarios/live")
+    ap.add_argument("--out", default="results/live")
+    args = ap.parse_args()
+    try:
+        cal = read_calibration(os.path.join(args.out, "calibration", "vllm_tiny_cpu.json"))
+        cases = [read_case(args, d) for d in args.cases]
+        fig = plot(cases)
+        os.makedirs(args.out, exist_ok=True)
+        for ext in ("png", "pdf"):
+            write_atomically(os.path.join(args.out, f"live_vs_sim.{ext}"), lambda f: fig.savefig(
+                f, format=ext, dpi=200, metadata={"CreationDate": None} if ext == "pdf" else None),
+                "wb")
+        write_report(args, cal, [c["comp"] for c in cases])
+    except InputError as e:
+        print(f"live_results: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"live_results: {e.filename or args.out}: cannot write ({e.strerror})",
+              file=sys.stderr)
+        return 2
     print(f"live_results: {args.out}/live_vs_sim.png, {args.out}/REPORT.md", file=sys.stderr)
     return 0
 
