@@ -621,29 +621,41 @@ async def sample_metrics_async(plan, clock, books, read):
 # ---------------------------------------------------------------------------------------------
 
 
-def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate):
-    os.makedirs(args.out, exist_ok=True)
-    cols = ["session", "frame", "release_s", "submit_s", "first_token_s", "done_s", "tokens"]
-    with open(os.path.join(args.out, "frames.csv"), "w", newline="") as f:
+def write_atomically(path, write):
+    """write(f) into a temporary file beside `path`, renamed onto it only once complete, so an
+    interrupted run leaves no output that looks whole."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", newline="") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_csv(path, cols, rows):
+    def write(f):
         w = csv.writer(f)
         w.writerow(cols)
-        for key in sorted(books.frames):
-            r = books.frames[key]
-            w.writerow([fmt(r[c]) for c in cols])
-    mcols = ["t_s", "read_at_s", "kv_cache_usage_perc", "num_requests_running",
-             "num_requests_waiting", "num_preemptions_total"]
-    with open(os.path.join(args.out, "metrics.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(mcols)
-        for r in getattr(books, "metrics", []):
-            w.writerow([fmt(r.get(c)) for c in mcols])
+        for r in rows:
+            w.writerow([fmt(r.get(c)) for c in cols])
+    write_atomically(path, write)
+
+
+def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate):
+    """The records, run.json last: a folder without run.json is a run that did not finish."""
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(os.path.join(args.out, "frames.csv"),
+              ["session", "frame", "release_s", "submit_s", "first_token_s", "done_s", "tokens"],
+              [books.frames[key] for key in sorted(books.frames)])
+    write_csv(os.path.join(args.out, "metrics.csv"),
+              ["t_s", "read_at_s", "kv_cache_usage_perc", "num_requests_running",
+               "num_requests_waiting", "num_preemptions_total"], getattr(books, "metrics", []))
     if gate.log:
-        acols = ["t_s", "signal_ms", "frames", "live", "cap", "rejected"]
-        with open(os.path.join(args.out, "admission.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(acols)
-            for r in gate.log:
-                w.writerow([fmt(r[c]) for c in acols])
+        write_csv(os.path.join(args.out, "admission.csv"),
+                  ["t_s", "signal_ms", "frames", "live", "cap", "rejected"], gate.log)
     late = sorted(books.lateness)
     n_late = sum(1 for x in late if x > MAX_LATENESS_S)
     real_time = bool(late) and n_late <= MAX_LATE_FRACTION * len(late)
@@ -679,9 +691,8 @@ def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate
     })
     if errors:
         run.update({"call_errors": len(errors), "call_errors_first": errors[:5]})
-    with open(os.path.join(args.out, "run.json"), "w") as f:
-        json.dump(run, f, indent=2)
-        f.write("\n")
+    write_atomically(os.path.join(args.out, "run.json"),
+                     lambda f: f.write(json.dumps(run, indent=2) + "\n"))
     return run
 
 

@@ -167,9 +167,7 @@ def main():
         },
         "benchmarks": bench,
     }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    vllm_live.write_atomically(args.out, lambda f: f.write(json.dumps(doc, indent=1) + "\n"))
     print(f"vllm_live_profile: {len(bench)} shapes in {args.out}", file=sys.stderr)
     return 0
 
