@@ -146,7 +146,10 @@ class Runner:
         self.log.append((dt, " ".join(shown + cmd[1:])))
         if rc != 0:
             sys.stderr.write(out)
-            raise SystemExit(f"experiments: metronome failed ({rc}): {' '.join(cmd)}")
+            sys.stderr.write(f"experiments: metronome failed ({rc}): {' '.join(cmd)}\n")
+            # metronome's 2 is a bad scenario or option (its message is relayed above): the
+            # user's error, passed on as such; anything else is this run's failure.
+            raise SystemExit(2 if rc == 2 else 1)
         if stdout_path:
             with open(stdout_path, "w") as f:
                 f.write(out)
