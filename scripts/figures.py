@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paper_figures import figure_numbers, report, selected  # noqa: E402
-from paper_figures.plots import Data  # noqa: E402
+from paper_figures.plots import Data, DataError  # noqa: E402
 from paper_figures.runs import EXP_DIR, ROOT, load  # noqa: E402
 
 
@@ -57,6 +57,9 @@ def main():
         report.write(d, w, a.quick, plots, figs)
     except (FileNotFoundError, NotADirectoryError) as e:
         missing_data(e, d)
+    except DataError as e:
+        sys.stderr.write(f"figures: --out {d.out}: {e}\n")
+        sys.exit(2)
     print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)
 
 

@@ -37,6 +37,11 @@ plt.rcParams.update({
 KEEP = None
 
 
+class DataError(Exception):
+    """Data that metronome wrote but a figure cannot show as it stands (e.g. files of one figure
+    that disagree): figures.py says so and exits 2, rather than plot a NaN."""
+
+
 class Data:
     def __init__(self, out):
         self.out = out
