@@ -17,8 +17,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paper_figures import selected  # noqa: E402
-from paper_figures.runs import COST_MODEL, EXP_DIR, ROOT, Runner, load  # noqa: E402
+from paper_figures import FIGURES, figure_numbers, selected  # noqa: E402
+from paper_figures.runs import (COST_MODEL, EXP_DIR, ROOT, Runner, load,  # noqa: E402
+                                replacing)
 
 
 def main():
@@ -27,11 +28,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "results"))
     ap.add_argument("--quick", action="store_true", help="fewer points and seeds (CI)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--only", default="", help="comma-separated figure numbers, e.g. 1,4")
-    ap.add_argument("--reuse", default="",
-                    help="comma-separated figure numbers whose data in OUT, from the last run "
-                         "(same --quick and --cost-model, as its runs_log.json says), are kept "
-                         "instead of run again")
+    ap.add_argument("--only", type=figure_numbers, default=set(),
+                    help="comma-separated figure numbers, e.g. 1,4")
+    ap.add_argument("--reuse", type=figure_numbers, default=set(),
+                    help="comma-separated figure numbers whose data in OUT are kept instead of run "
+                         "again; each must come from a run of the same --quick and --cost-model, "
+                         "as runs_log.json says per figure")
     # The compute budgets (workloads.json budget_fraction, scenarios/admission/ deadline_s) are
     # chosen on the corrected roofline; REPORT's cost-model rows show how far the raw one moves
     # the answer.
@@ -39,21 +41,43 @@ def main():
                     help="auto (default): measured calibration where the GPU has one, else the "
                          "corrected roofline; roofline: the raw datasheet roofline everywhere")
     a = ap.parse_args()
+    if a.jobs < 1:
+        ap.error(f"argument -j/--jobs: expected at least 1 run at once, not {a.jobs}")
+    metronome = os.path.abspath(a.metronome)
+    if not (os.path.isfile(metronome) and os.access(metronome, os.X_OK)):
+        ap.error(f"argument --metronome: expected the metronome binary, {a.metronome} is no "
+                 "executable file (cmake --build --preset default --target metronome)")
+    out = os.path.abspath(a.out)
+    log_path = os.path.join(out, "data", "runs_log.json")
+    try:
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    except OSError as e:
+        ap.error(f"argument --out: expected a folder, cannot create {e.filename} ({e.strerror})")
     COST_MODEL["choice"] = a.cost_model
     w = load(os.path.join(EXP_DIR, "workloads.json"))
-    r = Runner(os.path.abspath(a.metronome), os.path.abspath(a.out), a.jobs)
-    only = {int(x) for x in a.only.split(",") if x}
-    reuse = {int(x) for x in a.reuse.split(",") if x}
-    log_path = os.path.join(a.out, "data", "runs_log.json")
-    last = check_reusable(log_path, reuse, a.quick, a.cost_model) if reuse else {}
-    timing, calls = {}, []
-    for f in selected(only):
+    r = Runner(metronome, out, a.jobs)
+    figures = selected(a.only)
+    reuse = {f.NUMBER for f in figures} & a.reuse
+    last = read_log(log_path)
+    if reuse:
+        check_reusable(log_path, last, reuse, a.quick, a.cost_model)
+    # The log says, per figure, which mode wrote its data and with which calls (--reuse trusts
+    # it, the report counts the calls). Other figures' entries stay while their data does; the
+    # entries of the figures about to run go before they start, so data left by an interrupted
+    # or failed run is never taken for a finished one.
+    kept = {k: v for k, v in (last or {"figures": {}})["figures"].items()
+            if k in {f"fig{f.NUMBER}" for f in FIGURES} and
+            os.path.isdir(os.path.join(out, "data", k))}
+    for f in figures:
+        if f.NUMBER not in reuse:
+            kept.pop(f"fig{f.NUMBER}", None)
+    log = {"jobs": a.jobs, "reused": sorted(f"fig{i}" for i in reuse), "figures": kept}
+    calls = [c for c in (last or {"metronome_calls": []})["metronome_calls"] if c["figure"] in kept]
+    write_log(log_path, log, calls)
+    for f in figures:
         i = f.NUMBER
         if i in reuse:
-            # The log keeps the calls that wrote the reused data (the report counts them).
             r.figure = f"fig{i}"
-            timing[r.figure] = last.get("seconds_per_figure", {}).get(r.figure)
-            calls += [c for c in last["metronome_calls"] if c["figure"] == r.figure]
             r.say("data kept from the last run (--reuse)")
             continue
         # A dry pass counts the figure's metronome calls (a figure's run() only composes
@@ -63,41 +87,61 @@ def main():
         r.dry = False
         t0 = time.monotonic()
         f.run(r, w, a.quick)
-        timing[f"fig{i}"] = round(time.monotonic() - t0, 2)
+        seconds = round(time.monotonic() - t0, 2)
+        log["figures"][f"fig{i}"] = {"quick": a.quick, "cost_model": a.cost_model,
+                                     "seconds": seconds}
         calls += [{"figure": f"fig{i}", "seconds": round(t, 3), "command": c} for t, c in r.log]
         r.log.clear()
-        r.say(f"figure {i} data in {timing[f'fig{i}']:.1f} s ({r.planned} metronome calls)")
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "w") as f:
-        json.dump({"quick": a.quick, "cost_model": a.cost_model, "jobs": a.jobs,
-                   "reused": sorted(f"fig{i}" for i in reuse), "seconds_per_figure": timing,
-                   "metronome_calls": calls},
-                  f, indent=1)
+        write_log(log_path, log, calls)
+        r.say(f"figure {i} data in {seconds:.1f} s ({r.planned} metronome calls)")
+
+
+def read_log(log_path):
+    """The log of the runs into OUT, or None where there is none, it is unreadable or an older
+    experiments.py wrote it (no mode per figure): then no figure's data there is known."""
+    try:
+        with open(log_path) as f:
+            log = json.load(f)
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(log, dict) and isinstance(log.get("figures"), dict) and
+          all(isinstance(e, dict) for e in log["figures"].values()) and
+          isinstance(log.get("metronome_calls"), list) and
+          all(isinstance(c, dict) and "figure" in c for c in log["metronome_calls"]))
+    return log if ok else None
+
+
+def write_log(log_path, log, calls):
+    """The figures' entries and calls in figure order, whichever run wrote them."""
+    order = {f"fig{f.NUMBER}": n for n, f in enumerate(FIGURES)}
+    log = dict(log, figures=dict(sorted(log["figures"].items(), key=lambda e: order[e[0]])),
+               metronome_calls=sorted(calls, key=lambda c: order[c["figure"]]))
+    with replacing(log_path) as tmp, open(tmp, "w") as f:
+        json.dump(log, f, indent=1)
         f.write("\n")
 
 
-def check_reusable(log_path, reuse, quick, cost_model):
+def check_reusable(log_path, last, reuse, quick, cost_model):
     """Reused data must come from a run of the same mode: quick data plotted as a full run's (or
     the reverse) would put one experiment's numbers under another's labels."""
     def fail(why):
-        print(f"experiments: --reuse {','.join(map(str, sorted(reuse)))}: {why}; run without "
-              "--reuse first", file=sys.stderr)
+        print(f"experiments: --reuse {','.join(map(str, sorted(reuse)))}: {why}; run those "
+              "figures without --reuse first", file=sys.stderr)
         sys.exit(2)
-    try:
-        with open(log_path) as f:
-            last = json.load(f)
-    except (OSError, ValueError) as e:
-        fail(f"{log_path} unreadable ({e})")
-    if last.get("quick") != quick or last.get("cost_model") != cost_model:
-        fail(f"{log_path} says the last run had quick={last.get('quick')}, cost model "
-             f"{last.get('cost_model')}, not quick={quick}, cost model {cost_model}")
-    calls = last.get("metronome_calls")
-    if not isinstance(calls, list) or not all(isinstance(c, dict) and "figure" in c for c in calls):
-        fail(f"{log_path} names no figure per metronome call (an older experiments.py wrote it)")
-    for i in reuse:
-        if not os.path.isdir(os.path.join(os.path.dirname(log_path), f"fig{i}")):
-            fail(f"no data/fig{i} in {os.path.dirname(os.path.dirname(log_path))}")
-    return last
+
+    def mode(q, c):
+        return f"{'quick' if q else 'full'} mode, cost model {c}"
+    if last is None:
+        fail(f"{log_path} is missing, unreadable or from an older experiments.py (it must name "
+             "the mode of each figure's data)")
+    for i in sorted(reuse):
+        data = os.path.join(os.path.dirname(log_path), f"fig{i}")
+        entry = last["figures"].get(f"fig{i}")
+        if not os.path.isdir(data) or entry is None:
+            fail(f"{data}: no data of a finished run ({log_path} names none)")
+        if entry.get("quick") != quick or entry.get("cost_model") != cost_model:
+            fail(f"{data} came from a run in {mode(entry.get('quick'), entry.get('cost_model'))} "
+                 f"(says {log_path}), not {mode(quick, cost_model)}")
 
 
 if __name__ == "__main__":

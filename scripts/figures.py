@@ -18,8 +18,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paper_figures import report, selected  # noqa: E402
-from paper_figures.plots import Data  # noqa: E402
+from paper_figures import figure_numbers, report, selected  # noqa: E402
+from paper_figures.plots import Data, DataError  # noqa: E402
 from paper_figures.runs import EXP_DIR, ROOT, load  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--started", type=float, default=None,
                     help="epoch seconds when the whole command started (for the report's timing)")
-    ap.add_argument("--only", default="",
+    ap.add_argument("--only", type=figure_numbers, default=set(),
                     help="comma-separated figure numbers: plot only those (their data only is "
                          "read) and write no REPORT.md, which needs every figure's data")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
@@ -38,22 +38,28 @@ def main():
                          "whatever N")
     a = ap.parse_args()
     if a.jobs < 1:
-        sys.exit(f"figures: -j must be at least 1, not {a.jobs}")
+        ap.error(f"argument -j/--jobs: expected at least 1 process, not {a.jobs}")
     d = Data(os.path.abspath(a.out))
     w = load(os.path.join(EXP_DIR, "workloads.json"))
     plots = selected()  # as experiments.py ran them
-    only = {int(x) for x in a.only.split(",") if x}
-    if only:
-        unknown = only - {f.NUMBER for f in plots}
-        if unknown:
-            sys.exit(f"figures: --only: no figure {', '.join(map(str, sorted(unknown)))}")
-        done = [png for png, _ in plot_all([f for f in plots if f.NUMBER in only], d, w, a.quick,
-                                           a.jobs)]
-        print(f"figures: {', '.join(done)} in {os.path.relpath(a.out)} (no REPORT.md: it needs "
-              "every figure)", file=sys.stderr)
-        return
-    figs = plot_all(plots, d, w, a.quick, a.jobs)
-    report.write(d, w, a.quick, plots, figs)
+    unknown = a.only - {f.NUMBER for f in plots}
+    if unknown:
+        ap.error(f"argument --only: figure {', '.join(map(str, sorted(unknown)))} is not plotted "
+                 "here (METRONOME_FIGURES_NO_QUALITY leaves figure 8 out)")
+    try:
+        if a.only:
+            done = [png for png, _ in plot_all([f for f in plots if f.NUMBER in a.only], d, w,
+                                               a.quick, a.jobs)]
+            print(f"figures: {', '.join(done)} in {os.path.relpath(a.out)} (no REPORT.md: it "
+                  "needs every figure)", file=sys.stderr)
+            return
+        figs = plot_all(plots, d, w, a.quick, a.jobs)
+        report.write(d, w, a.quick, plots, figs)
+    except (FileNotFoundError, NotADirectoryError) as e:
+        missing_data(e, d)
+    except DataError as e:
+        sys.stderr.write(f"figures: --out {d.out}: {e}\n")
+        sys.exit(2)
     print(f"figures: {len(figs)} figures and REPORT.md in {os.path.relpath(a.out)}", file=sys.stderr)
 
 
@@ -76,6 +82,17 @@ def plot_all(plots, d, w, quick, jobs):
     ctx = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(min(jobs, len(plots)), mp_context=ctx) as ex:
         return list(ex.map(_plot, range(len(plots))))
+
+
+def missing_data(e, d):
+    """A data file that is not there: the user's error (no experiments.py run into this --out, or
+    one for other figures), said as such instead of a traceback."""
+    if e.filename and os.path.abspath(e.filename).startswith(d.root + os.sep):
+        sys.stderr.write(f"figures: --out {d.out}: {e.filename} is missing; scripts/experiments.py "
+                         "--out with the same folder writes it (scripts/make_figures.sh runs "
+                         "both)\n")
+        sys.exit(2)
+    raise e
 
 
 if __name__ == "__main__":

@@ -27,26 +27,33 @@ quick=()
 cost=auto
 only=
 reuse=
-metronome=${METRONOME:-$root/build/metronome}
+default_metronome=$root/build/metronome
+metronome=${METRONOME:-$default_metronome}
 jobs=$(nproc)
 py=/usr/bin/python3
 
+value() {  # value OPTION ARGS_LEFT: an option that takes a value must have one after it
+  (($2 >= 2)) || { echo "make_figures: $1 needs a value (see --help)" >&2; exit 2; }
+}
 while (($#)); do
   case "$1" in
     --quick) quick=(--quick) ;;
-    --out) out=$2; shift ;;
-    --metronome) metronome=$2; shift ;;
-    -j) jobs=$2; shift ;;
+    --out) value "$1" $#; out=$2; shift ;;
+    --metronome) value "$1" $#; metronome=$2; shift ;;
+    -j)
+      value "$1" $#; jobs=$2; shift
+      [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "make_figures: -j takes a number of parallel runs >= 1, not '$jobs'" >&2; exit 2; }
+      ;;
     --cost-model)
-      cost=$2; shift
+      value "$1" $#; cost=$2; shift
       [[ $cost == auto || $cost == roofline ]] || { echo "make_figures: --cost-model must be auto or roofline, not '$cost'" >&2; exit 2; }
       ;;
     --only)
-      only=$2; shift
+      value "$1" $#; only=$2; shift
       [[ $only =~ ^([1-9]|1[01])(,([1-9]|1[01]))*$ ]] || { echo "make_figures: --only takes figure numbers 1-11, e.g. 3 or 1,4, not '$only'" >&2; exit 2; }
       ;;
     --reuse)
-      reuse=$2; shift
+      value "$1" $#; reuse=$2; shift
       [[ $reuse =~ ^([1-9]|1[01])(,([1-9]|1[01]))*$ ]] || { echo "make_figures: --reuse takes figure numbers 1-11, e.g. 8 or 7,8, not '$reuse'" >&2; exit 2; }
       ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -63,6 +70,16 @@ if [[ -n $only && -n $reuse ]]; then
   echo "make_figures: --only and --reuse exclude each other (--only already keeps the other figures' data)" >&2
   exit 2
 fi
+# Only the default binary is built: any other path names a binary the user means to run.
+if [[ ! (-f $metronome && -x $metronome) && $metronome != "$default_metronome" ]]; then
+  echo "make_figures: --metronome (or METRONOME): '$metronome' is not an executable file; expected the metronome binary (default: build/metronome, built if missing)" >&2
+  exit 2
+fi
+# Everything is checked before anything is fetched, built or deleted.
+if ! mkdir -p "$out" 2>/dev/null || [[ ! -w $out ]]; then
+  echo "make_figures: --out: cannot create or write the folder '$out'" >&2
+  exit 2
+fi
 if [[ ! -x $metronome ]]; then
   echo "make_figures: building $metronome" >&2
   (cd "$root" && cmake --preset default >/dev/null && cmake --build --preset default --target metronome)
@@ -74,7 +91,6 @@ if [[ (-z $only || ,$only, == *,8,*) && ,$reuse, != *,8,* ]]; then
   "$root/scripts/fetch_quality_assets.sh"
 fi
 
-mkdir -p "$out"
 out=$(cd "$out" && pwd)
 shown=${out#"$root"/}  # inside the checkout, say it relative to it
 if [[ -n $only ]]; then

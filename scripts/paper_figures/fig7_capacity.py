@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 
-from .plots import (COLUMN_IN, MIN_PT, finish, handles_of, label, panel, plain_log, short,
-                    strip_legend)
+from .plots import (COLUMN_IN, MIN_PT, DataError, finish, handles_of, label, panel, plain_log,
+                    short, strip_legend)
 from .runs import (ADMISSION_SCENARIO, EXP_DIR, MEASURED_CALIBRATION, ROOT, load, model_scenario,
                    spec, windowed)
 
@@ -130,14 +130,25 @@ def plot(d, w, quick):
         nstar[i, j] = np.nan if p["n_star_median"] is None else p["n_star_median"]
         flags[i][j] = p["admission_flagged_runs"] + p["crashes"]
     runs_per_cell = agg[0]["runs"]
-    budgets = set()
+    budgets = {}  # (deadline_ms, deadline_fraction): the cells' files that say so
     for i, s_ in enumerate(S):
         for j, w_ in enumerate(W):
-            cap = d.json(f"{WINDOW_SINK}/W{w_}_S{s_}.capacity.json")["capacity"]
+            rel = f"{WINDOW_SINK}/W{w_}_S{s_}.capacity.json"
+            cap = d.json(rel)["capacity"]
             memcap[i, j] = cap["memory_cap_sessions"]
             dlcap[i, j] = cap["deadline_cap_sessions"]
-            budgets.add((cap["deadline_ms"], cap["deadline_fraction"]))
-    deadline_ms, fraction = budgets.pop() if len(budgets) == 1 else (float("nan"), float("nan"))
+            budgets.setdefault((cap["deadline_ms"], cap["deadline_fraction"]), []).append(rel)
+    # Panel (d) and the caption name one deadline for every cell; files that disagree come from
+    # different runs, and no one number describes them.
+    if len(budgets) != 1:
+        raise DataError(
+            f"{d.path(WINDOW_SINK)}: capacity/deadline_ms and capacity/deadline_fraction must be "
+            "the same in every W*_S*.capacity.json, but they are " +
+            "; ".join(f"{ms:g} ms x {fr:g} in " + (", ".join(os.path.basename(p) for p in rels)
+                                                     if len(rels) <= 3 else f"{len(rels)} files")
+                      for (ms, fr), rels in budgets.items()) +
+            " (scripts/experiments.py --only 7 writes them anew)")
+    (deadline_ms, fraction), = budgets
     vmin = np.nanmin([np.nanmin(m) for m in (nstar, memcap, dlcap)])
     vmax = np.nanmax([np.nanmax(m) for m in (nstar, memcap, dlcap)])
     norm = matplotlib.colors.LogNorm(vmin=max(vmin, 1), vmax=vmax)

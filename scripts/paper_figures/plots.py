@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .runs import load  # noqa: E402
+from .runs import load, replacing  # noqa: E402
 
 COLORS = {"unbounded": "tab:red", "windowed": "tab:blue"}
 # No creation date or tool version in the files: a rerun that changes nothing leaves them alone.
@@ -35,6 +35,11 @@ plt.rcParams.update({
 })
 # Figures rendered by this process (name, figure) instead of closed, when a test asks for them.
 KEEP = None
+
+
+class DataError(Exception):
+    """Data that metronome wrote but a figure cannot show as it stands (e.g. files of one figure
+    that disagree): figures.py says so and exits 2, rather than plot a NaN."""
 
 
 class Data:
@@ -137,7 +142,9 @@ def finish(fig, out, name, number, title, cost_labels, note=""):
     fig.set_layout_engine("none")
     os.makedirs(os.path.join(out, "figures"), exist_ok=True)
     for ext in ("png", "pdf"):
-        fig.savefig(os.path.join(out, "figures", f"{name}.{ext}"), metadata=STABLE[ext])
+        # The format is given: savefig would take it from the temporary name's suffix.
+        with replacing(os.path.join(out, "figures", f"{name}.{ext}")) as tmp:
+            fig.savefig(tmp, format=ext, metadata=STABLE[ext])
     if KEEP is not None:
         KEEP.append((name, fig))
     else:

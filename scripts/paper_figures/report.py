@@ -6,7 +6,7 @@ from . import (fig3_silent_failure, fig4_metastability, fig5_admission, fig6_pre
                fig7_capacity, fig8_quality, fig9_exhaustion, fig10_fleet_admission,
                fig11_fleet_size)
 from .plots import Table
-from .runs import load
+from .runs import load, replacing
 
 # The table reads as the argument runs (crashes, admission, capacity, recommendation, prediction,
 # the silent failure, exhaustion, the cost model, quality), not in figure order.
@@ -127,5 +127,5 @@ def write(d, w, quick, figures, figs):
     lines.append(f"- {mode}; " + (f"{calls} metronome calls (commands and " if calls is not None
                                    else "metronome calls: see (") +
                  "times of the last run in `data/runs_log.json`, not kept in git).")
-    with open(os.path.join(d.out, "REPORT.md"), "w") as f:
+    with replacing(os.path.join(d.out, "REPORT.md")) as tmp, open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -2,6 +2,7 @@
 the Runner that calls the metronome CLI and records each call. Every number a figure or the report
 shows comes from a file metronome writes under OUT/data/figN/; nothing here computes one."""
 import concurrent.futures
+import contextlib
 import copy
 import json
 import math
@@ -29,6 +30,20 @@ ADMISSION_SCENARIO = os.path.join(ROOT, "scenarios", "admission", "moshi_h200_ai
 def load(path):
     with open(path) as f:
         return json.load(f)
+
+
+@contextlib.contextmanager
+def replacing(path):
+    """A temporary name beside path to write a final output to; renamed onto path once the block
+    ends without an error, removed otherwise: an interrupted or failed run leaves the old file (or
+    none), never part of a new one that looks complete."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def merge(base, over):
@@ -131,7 +146,10 @@ class Runner:
         self.log.append((dt, " ".join(shown + cmd[1:])))
         if rc != 0:
             sys.stderr.write(out)
-            raise SystemExit(f"experiments: metronome failed ({rc}): {' '.join(cmd)}")
+            sys.stderr.write(f"experiments: metronome failed ({rc}): {' '.join(cmd)}\n")
+            # metronome's 2 is a bad scenario or option (its message is relayed above): the
+            # user's error, passed on as such; anything else is this run's failure.
+            raise SystemExit(2 if rc == 2 else 1)
         if stdout_path:
             with open(stdout_path, "w") as f:
                 f.write(out)
