@@ -70,6 +70,9 @@ double default_probe_s(const Scenario& s) {
   return std::min(call, s.horizon_s);
 }
 
+// The most callers the deadline search probes.
+constexpr int64_t kMostCallers = int64_t{1} << 20;
+
 CapacityReport compute_capacity(const Scenario& s, double fraction, double probe_s, int phase_draws,
                                 Progress* progress) {
   if (probe_s <= 0) probe_s = default_probe_s(s);
@@ -104,10 +107,19 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   // Omni cap at 1041 callers where 1005 missed 20% of frames over 1000 s): past the frame
   // scheduler's full-step pace at the contexts the probe ends with (its costliest frames), no
   // probe can pass.
-  if (s.engine.scheduler == "frame") {
-    const auto frames = static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s));
-    const int64_t ctx = s.workload.growth().context_at(frames);
-    c.pace_cap = full_step_sessions(s, s.kv_rule().cached(ctx), *cost);
+  const int64_t end_ctx = s.workload.growth().context_at(
+      static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s)));
+  const int64_t pace = full_step_sessions(s, s.kv_rule().cached(end_ctx), *cost);
+  if (s.engine.scheduler == "frame") c.pace_cap = pace;
+  // Frames that cost (next to) nothing leave the deadline nothing to bind: the search would
+  // simulate up to a million callers per probe, for hours, to report its own limit.
+  if (pace > kMostCallers) {
+    throw ConfigError(fmt::format(
+        "{}: under cost model '{}' one step serves over {} callers' frames within a frame period "
+        "(a frame costs {} input and {} output tokens): no deadline cap to find; expected frames "
+        "the cost model prices (tokens per frame, or a calibration with non-zero costs)",
+        s.source, c.cost_model, kMostCallers, s.workload.input_tokens_per_frame,
+        s.workload.output_tokens_per_frame));
   }
   // Doubling then bisection on the deadline probe: lo meets it, hi does not.
   auto probe = [&](const Scenario& sc, int64_t n, bool random) {
@@ -119,7 +131,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   };
   auto search = [&](const Scenario& sc, bool random) {
     int64_t lo = 0, hi = 1;
-    while (hi <= (int64_t{1} << 20) && probe(sc, hi, random)) {
+    while (hi <= kMostCallers && probe(sc, hi, random)) {
       lo = hi;
       hi *= 2;
     }
