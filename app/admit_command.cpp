@@ -3,6 +3,8 @@
 // object the engine runs (admission.type through the registry), so a live run and a simulation of
 // it apply one rule. A line protocol: one JSON object per control interval on stdin, the cap after
 // it on stdout.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -26,11 +28,19 @@ ControlSignal parse_signal(const std::string& line, int64_t n) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {  // a syntax error, or a number past a double
     throw ConfigError(where +
                       ": expected a JSON object {\"now_s\", \"latency_ms\", \"frames\", "
                       "\"live\"}, got: " +
                       line.substr(0, 80));
+  }
+  if (j.is_object()) {
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();
+      if (key != "now_s" && key != "latency_ms" && key != "frames" && key != "live")
+        throw ConfigError(where + ": unknown field '" + key +
+                          "'; expected now_s, latency_ms, frames and live");
+    }
   }
   auto number = [&](const char* key, bool null_ok) -> double {
     if (!j.is_object() || !j.contains(key))
@@ -43,11 +53,22 @@ ControlSignal parse_signal(const std::string& line, int64_t n) {
     }
     return v.get<double>();
   };
+  // Counts are whole and below 1e15, so that the cast is exact; the clock stays within the
+  // simulator's range.
+  auto count = [&](const char* key) {
+    const double v = number(key, false);
+    if (v != std::floor(v) || v > 1e15)
+      throw ConfigError(where + ": field '" + key + "': expected a whole number below 1e15");
+    return static_cast<int64_t>(v);
+  };
   ControlSignal s;
-  s.now = from_seconds(number("now_s", false));
+  const double now_s = number("now_s", false);
+  if (now_s > kMaxSeconds)
+    throw ConfigError(where + ": field 'now_s': expected at most 1e9 s on the run's clock");
+  s.now = from_seconds(now_s);
   s.latency_s = number("latency_ms", true) / 1e3;
-  s.frames = static_cast<int64_t>(number("frames", false));
-  s.live = static_cast<int64_t>(number("live", false));
+  s.frames = count("frames");
+  s.live = count("live");
   // No cost model stands behind a live engine's latency here: no forecast, so the observation.
   return s;
 }
@@ -76,9 +97,16 @@ Run add_admit(CLI::App& app) {
     };
     emit();
     std::string line;
+    Time last = 0;
     for (int64_t n = 1; std::getline(std::cin, line); ++n) {
       if (line.empty()) continue;
       const ControlSignal sig = parse_signal(line, n);
+      if (sig.now < last) {
+        throw ConfigError(fmt::format("stdin line {}: field 'now_s': expected at least the last "
+                                      "line's {} s (the run's clock does not go back), got {} s",
+                                      n, to_seconds(last), to_seconds(sig.now)));
+      }
+      last = sig.now;
       if (controller->adaptive()) controller->on_interval(sig);
       emit();
     }
