@@ -78,7 +78,7 @@ struct FitFlags {
     c.add_flag("--allow-negative", allow_negative,
                "Keep negative coefficients (default: drop such a term and refit, with a warning)");
     c.add_option("--heldout-every", heldout_every, "Hold out every Nth point (sorted by shape)")
-        ->check(kDecimalInteger & CLI::Range(2, 1000));
+        ->check(kDecimalInteger)->check(CLI::Range(2, 1000));
   }
   FitOptions options() const {
     FitOptions o;

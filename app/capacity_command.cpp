@@ -27,12 +27,12 @@ Run add_capacity(CLI::App& app) {
   cmd->add_option("--fraction", o->fraction,
                   "Fraction of the deadline the p95 latency must stay under (default: the "
                   "scenario's admission.high_fraction, 0.9)")
-      ->check(kFiniteNumber & CLI::Range(1e-6, 1e3));
+      ->check(kFiniteNumber)->check(CLI::Range(1e-6, 1e3));
   cmd->add_option(
          "--probe-s", o->probe_s,
          "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
          "time to fill S + W; unbounded, the call length within the horizon)")
-      ->check(kFiniteNumber & CLI::Range(0.0, 1e6));
+      ->check(kFiniteNumber)->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--phase-draws", o->phase_draws,
                   "Poisson scenarios: draws of random caller phases the deadline cap is also "
                   "probed at (seeds seed, seed + 1, ...); the median and range are reported "

@@ -2,6 +2,8 @@
 // CLI11 alone accepts "nan" for a double (and NaN passes every range check, since each comparison
 // is false), reads integers with base 0 ("010" is octal 8, "0x10" is 16) and wraps "-1" into an
 // unsigned 18446744073709551615. A seed or a count is decimal digits, and a real number is finite.
+// Applied as a first check(), before a range: CLI11 stops at the first failing check, where a
+// combined A & B reports both, "(A) AND (B)".
 #pragma once
 
 #include <CLI/CLI.hpp>

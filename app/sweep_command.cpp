@@ -11,6 +11,7 @@
 #include "app/mpi_shards.h"
 #include "app/option_checks.h"
 #include "base/config_error.h"
+#include "sim/config/scenario.h"
 #include "sim/sweep/sweep_runner.h"
 
 namespace metronome::cli {
@@ -71,10 +72,11 @@ Run add_sweep(CLI::App& app) {
       ->type_name("KEY=V1,V2");
   cmd->add_option("--sweep", o->file,
                   "A sweep JSON file {scenario, set, grid, seeds}; --set/--grid/--seeds add to it");
-  cmd->add_option("--seeds", o->seeds, "N (seeds 1..N), A..B or A,B,C (default 1)");
+  cmd->add_option("--seeds", o->seeds, "N (seeds 1..N), A..B or A,B,C, in place of the scenario's seed "
+                  "(default: that seed)");
   cmd->add_option("--out", o->out, "Output directory (created)")->required();
   cmd->add_option("-j,--jobs", o->jobs, "Parallel runs (default: all hardware threads)")
-      ->check(kDecimalInteger & CLI::Range(0, 4096));
+      ->check(kDecimalInteger)->check(CLI::Range(0, 4096));
   cmd->add_option(
       "--shard", o->shard,
       "I/N: run only runs with run % N == I (for job arrays); combine with sweep-merge");
@@ -97,7 +99,9 @@ Run add_sweep(CLI::App& app) {
     spec.sets.insert(spec.sets.end(), o->sets.begin(), o->sets.end());
     for (const auto& g : o->grid) spec.axes.push_back(parse_grid_axis(g));
     if (!o->seeds.empty()) spec.seeds = parse_seeds(o->seeds);
-    if (spec.seeds.empty()) spec.seeds = {1};
+    // Without seeds given, the scenario's own seed: a sweep of one run is that scenario's run.
+    if (spec.seeds.empty())
+      spec.seeds = {spec.scenario.empty() ? 1 : load_scenario(spec.scenario, spec.sets).seed};
     spec.check_limits();
     SweepOptions opt;
     opt.jobs = o->jobs;

@@ -16,6 +16,7 @@ fail() {
 # expect_error <regex> <args...>: exit 2, stderr matching the regex and under 1000 bytes (no value
 # is dumped whole), nothing on stdout.
 expect_error() {
+  [[ $1 == -- ]] && shift  # before a pattern that starts with a dash
   local want=$1
   shift
   cases=$((cases + 1))

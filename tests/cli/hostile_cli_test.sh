@@ -28,12 +28,12 @@ expect_error 'deep2.json: workload.arrival\[0\].*nested deeper' predict --scenar
 printf '{"model": "moshi", "gpu": "h200", "horizon_s": 1e309}' >"$tmp/big.json"
 expect_error 'big.json: horizon_s: number 1e309 is out of range \(expected a finite number' simulate --scenario "$tmp/big.json"
 expect_error -- '--set horizon_s=1e309: number 1e309 is out of range' simulate --set horizon_s=1e309
-expect_error -- '--set workload=\{"frame_period_s": -1e999\}: workload.frame_period_s: number -1e999' predict --set 'workload={"frame_period_s": -1e999}'
+expect_error -- '--set workload=\{"frame_period_s": -1e999\}: frame_period_s: number -1e999' predict --set 'workload={"frame_period_s": -1e999}'
 expect_error '/dev/zero: is a character device, expected the scenario file as a regular file' simulate --scenario /dev/zero
 expect_error 'is a directory, expected the scenario file' simulate --scenario "$tmp"
 printf '{"model": "moshi", "gpu": "h200", "horizon_s": 60, "horizon_s": 6}' >"$tmp/dup.json"
 expect_error 'dup.json: horizon_s: duplicate key' simulate --scenario "$tmp/dup.json"
-expect_error -- 'workload.arrival.sessions: duplicate key' predict --set 'workload.arrival={"type":"all_at_once","sessions":3,"sessions":4}'
+expect_error -- 'workload.arrival=.*: sessions: duplicate key' predict --set 'workload.arrival={"type":"all_at_once","sessions":3,"sessions":4}'
 /usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["horizon_s"] = list(range(100000)); print(json.dumps(s))' \
   "$src/scenarios/default.json" >"$tmp/wide.json"
 expect_error 'wide.json: horizon_s: expected .*got an array of 100000 values$' predict --scenario "$tmp/wide.json"
@@ -197,10 +197,12 @@ expect_error 'spec.json: unknown key "seed" \(expected scenario, set, grid, seed
 printf '{"grid": [{"key": "horizon_s", "values": [1], "value": [2]}]}' >"$tmp/spec2.json"
 expect_error 'spec2.json: grid: expected' sweep --sweep "$tmp/spec2.json" --out "$tmp/sw_spec"
 expect_error 'grid point 0 \(horizn_s=1\).*horizn_s: unknown field' sweep --grid horizn_s=1,2 --out "$tmp/sw_spec"
+expect_error -- '--grid seed: a sweep.s runs take their seeds from --seeds' sweep --grid seed=1,2 --out "$tmp/sw_spec"
+expect_error -- '--set seed=7: a sweep.s runs take their seeds from --seeds' sweep --set seed=7 --out "$tmp/sw_spec"
 expect_error -- '--grid horizon_s: the same key is given twice' sweep --grid horizon_s=1,2 --grid horizon_s=3 --out "$tmp/sw_spec"
 # SIGTERM while 100,000 points are being loaded: a prompt stop, files that say "not complete".
 cases=$((cases + 1))
-"$bin" sweep --out "$tmp/sw_term" --grid "workload.arrival.sessions=$(seq -s, 1 2000)" --grid "seed=$(seq -s, 1 50)" \
+"$bin" sweep --out "$tmp/sw_term" --grid "workload.arrival.sessions=$(seq -s, 1 2000)" --grid "engine.block_size=$(seq -s, 1 50)" \
   --set horizon_s=0.001 -j 1 2>/dev/null &
 pid=$!
 bg+=("$pid")
@@ -379,5 +381,25 @@ timed_error_32 -- 'capacity probe of 0.05 s \(--probe-s, or the horizon\): its s
 timed_error_32 -- '--seeds 9223372036854775808: 9223372036854775808 is out of range' sweep --seeds 9223372036854775808 --out "$tmp/sw_seed"
 timed_error_32 -- '--seeds 1,9999999999999999999: 9999999999999999999 is out of range' sweep --seeds 1,9999999999999999999 --out "$tmp/sw_seed"
 timed_error_32 'engine.scheduler: "vllm_v1" is not what the real engine runs' replay --scenario "$src/scenarios/replay/tiny_cpu_windowed.json" --set engine.scheduler=vllm_v1
+
+# Frames that cost nothing: no deadline cap to search for (the search used to run for hours).
+expect_error 'no deadline cap to find' capacity --quiet --set workload.input_tokens_per_frame=0 \
+  --set workload.output_tokens_per_frame=0 --set workload.kv_tokens_per_frame=0
+expect_error -- '--quality-within: expected a finite decimal number' recommend --quality-within nan
+expect_error -- '--max-ppl-ratio: expected a finite decimal number' recommend --max-ppl-ratio nan
+# admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
+# clock that goes back are errors (exit 2) after the first cap, never an internal error.
+admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
+for bad in '{"now_s":1,"latency_ms":1e400,"frames":100,"live":16}|expected a JSON object' \
+  '{"now_s":1,"latency_ms":1,"frames":1.5,"live":16}|frames.: expected a whole number' \
+  '{"now_s":1,"latency_ms":1,"frames":1,"live":1e300}|live.: expected a whole number' \
+  '{"now_s":1,"latency_ms":1,"frames":1,"live":1,"x":2}|unknown field .x.' \
+  $'{"now_s":2,"latency_ms":1,"frames":1,"live":1}\n{"now_s":1,"latency_ms":1,"frames":1,"live":1}|line 2: field .now_s.: expected at least'; do
+  cases=$((cases + 1))
+  printf '%s\n' "${bad%|*}" | "$bin" admit --scenario "$admit_scenario" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -Eq -- "${bad##*|}" "$tmp/err" ||
+    fail "admit on ${bad%|*} -> rc=$rc, want exit 2 and /${bad##*|}/; stderr: $(head -c 300 "$tmp/err")"
+done
 
 finish "hostile-input checks"
