@@ -107,12 +107,18 @@ int main(int argc, char** argv) {
     for (CLI::App* sub : a.get_subcommands({})) add_quiet(*sub);
   };
   add_quiet(app);
+  const auto stdout_failed = [] {
+    std::cerr << "metronome: error: cannot write standard output: "
+              << (errno ? std::strerror(errno) : "write failed") << "\n";
+    return 1;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // Help and --version exit 0; every rejected option is bad input, exit 2 like the rest (CLI11's
     // own codes, 106 for a missing value, 109 for an unexpected argument, are not ours).
-    if (app.exit(e) == 0) return 0;
+    // The help or version text to a full disk or a closed pipe is a failed write too.
+    if (app.exit(e) == 0) return stdout_ok() ? 0 : stdout_failed();
     std::cerr << suggestions(app, argc, argv);
     return 2;
   }
@@ -121,12 +127,7 @@ int main(int argc, char** argv) {
       if (!cmd->parsed()) continue;
       const int rc = run();
       // stdout to a full disk (or a closed pipe) must not look like success.
-      if (!stdout_ok()) {
-        std::cerr << "metronome: error: cannot write standard output: "
-                  << (errno ? std::strerror(errno) : "write failed") << "\n";
-        return 1;
-      }
-      return rc;
+      return stdout_ok() ? rc : stdout_failed();
     }
   } catch (const ConfigError& e) {
     std::cerr << "metronome: error: " << e.what() << "\n";

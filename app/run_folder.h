@@ -3,6 +3,7 @@
 // last, summary.json (a folder without it holds an unfinished run).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,6 +18,10 @@ namespace metronome::cli {
 
 class RunFolder {
  public:
+  // What it writes, in that order.
+  static constexpr std::array<const char*, 3> kFiles = {"timeseries.csv", "scenario.json",
+                                                        "summary.json"};
+
   explicit RunFolder(const std::string& path)
       : dir_(path, "--out", {"summary.json", "scenario.json"}),
         series_(dir_.file("timeseries.csv")) {}

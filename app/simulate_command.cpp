@@ -1,6 +1,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "app/commands.h"
 #include "app/fleet_run.h"
@@ -68,6 +70,29 @@ Run add_simulate(CLI::App& app) {
     auto cost = make_cost_model(s);
     prediction.service = check_service(s, prediction, *cost);
 
+    // Two outputs on one path would leave only the one written last, and no error.
+    std::vector<std::pair<std::string, std::filesystem::path>> outputs;
+    if (!o->trace.empty()) outputs.emplace_back("--trace " + o->trace, o->trace);
+    if (!o->metrics.empty()) outputs.emplace_back("--metrics " + o->metrics, o->metrics);
+    if (!o->out.empty()) {
+      for (const char* f : RunFolder::kFiles) {
+        outputs.emplace_back("--out " + o->out + " (its " + f + ")",
+                             std::filesystem::path(o->out) / f);
+      }
+    }
+    for (auto& [label, path] : outputs) {
+      std::error_code ec;
+      const auto full = std::filesystem::weakly_canonical(path, ec);
+      path = ec ? std::filesystem::absolute(path).lexically_normal() : full;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      for (size_t k = 0; k < i; ++k) {
+        if (outputs[i].second == outputs[k].second) {
+          throw ConfigError(outputs[k].first + " and " + outputs[i].first +
+                            ": the same file; expected a path of its own for each output");
+        }
+      }
+    }
     ObserverList observers;
     std::unique_ptr<RunFolder> out;
     std::unique_ptr<TraceWriter> trace;

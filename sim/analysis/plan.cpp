@@ -237,6 +237,18 @@ Plan prepare(const Scenario& base, const PlanSpec& spec) {
                   {"autoscale", autoscale_section(spec, spec.max_replicas)}};
     (void)parse_scenario(j, "plan --autoscale");
   }
+  // Each GPU on the base as given: a name or file that does not load is the user's error for the
+  // whole plan, not a reason to skip its candidates.
+  for (const std::string& g : spec.gpus) {
+    json j = to_json(base);
+    j.erase("fleet");
+    try {
+      apply_set(j, "gpu=" + g, "");
+      (void)parse_scenario(j, "plan");
+    } catch (const ConfigError& e) {
+      throw ConfigError("--gpus " + g + ": " + e.what());
+    }
+  }
   Plan out = plan_candidates(spec);
   // Load each candidate once here (one thread): a GPU without a price is an error for the whole
   // plan; a degree or window the scenario refuses is a reason to skip that candidate.

@@ -432,6 +432,14 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
 
 void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_dir) {
   if (dirs.empty()) throw ConfigError("sweep-merge: no shard directories given");
+  // Writing the merge into a shard would replace the shard's own files, and lose its runs.
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(d, out_dir, ec)) {
+      throw ConfigError("sweep-merge --out " + out_dir + ": is the shard directory " + d +
+                        "; expected a directory of its own");
+    }
+  }
   std::optional<ojson> spec_json;
   std::string cost_label;  // the shards ran the same spec, so the same cost models
   std::map<int64_t, ojson> rows;

@@ -8,7 +8,7 @@
 set -u
 source "$(dirname "$0")/cli_lib.sh"
 
-# expect_io_error <regex> <args...> with stdout to /dev/full: exit 1 (not 0, not a crash).
+# expect_full_disk <regex> <args...> with stdout to /dev/full: exit 1 (not 0, not a crash).
 expect_full_disk() {
   local want=$1
   shift
@@ -100,6 +100,9 @@ expect_error -- "--out $tmp/afile: is a file" replay --scenario "$src/scenarios/
 expect_full_disk 'cannot write standard output: No space left on device' simulate --set horizon_s=5 --json
 expect_full_disk 'cannot write standard output' simulate --set horizon_s=5
 expect_full_disk 'cannot write standard output' predict --json
+expect_full_disk 'cannot write standard output' --help
+expect_full_disk 'cannot write standard output' --version
+expect_full_disk 'cannot write standard output' simulate --help
 expect_full_disk 'cannot write standard output' capacity --set horizon_s=30 --probe-s 5
 cases=$((cases + 1))
 "$bin" simulate --set horizon_s=5 --trace /dev/full >/dev/null 2>"$tmp/err"
@@ -166,6 +169,8 @@ cases=$((cases + 1))
 "$bin" sweep --set horizon_s=10 --seeds 2 --out "$tmp/rerun" 2>/dev/null && grep -q '"complete": true' "$tmp/rerun/sweep.json" ||
   fail "a run after the killed one could not take the folder"
 [[ -e "$tmp/rerun/.metronome.lock" ]] && fail "the lock file outlived its run"
+expect_error -- '--out .*: is the shard directory' sweep-merge "$tmp/rerun" --out "$tmp/rerun/."
+[[ -s "$tmp/rerun/runs.csv" ]] || fail "a refused sweep-merge into its shard touched the shard"
 # The same for simulate: its summary.json is removed first and written last.
 cases=$((cases + 1))
 "$bin" simulate --set horizon_s=30 --out "$tmp/sim_rerun" >/dev/null || fail "simulate exited $?"
@@ -387,6 +392,9 @@ expect_error 'no deadline cap to find' capacity --quiet --set workload.input_tok
   --set workload.output_tokens_per_frame=0 --set workload.kv_tokens_per_frame=0
 expect_error -- '--quality-within: expected a finite decimal number' recommend --quality-within nan
 expect_error -- '--max-ppl-ratio: expected a finite decimal number' recommend --max-ppl-ratio nan
+expect_error -- '--trace .*/same.out and --metrics .*/same.out: the same file' simulate --trace "$tmp/same.out" --metrics "$tmp/same.out"
+expect_error -- '--trace .*/col/summary.json and --out .* \(its summary.json\): the same file' simulate --out "$tmp/col" --trace "$tmp/col/summary.json"
+expect_error -- '--gpus nosuch: .*unknown gpu "nosuch"' plan --gpus h200,nosuch
 # admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
 # clock that goes back are errors (exit 2) after the first cap, never an internal error.
 admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
