@@ -107,8 +107,13 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
                     "larger grid",
                     samples.size(), train.size(), held.size(), requested.size()));
   }
-  if (held.empty())
-    r.warnings.push_back("no held-out points: the grid is too small to test the fit");
+  // Without held-out points the fit's held-out error would read 0%, which nothing measured.
+  if (held.empty()) {
+    throw FitError(fmt::format(
+        "heldout_every: {} step timings with every {}th held out leave none to test the fit; "
+        "expected a smaller --heldout-every (at most the number of timings), or a larger grid",
+        samples.size(), options.heldout_every));
+  }
 
   std::vector<CostTerm> active = requested;
   Eigen::VectorXd coef;

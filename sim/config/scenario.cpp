@@ -887,6 +887,12 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
                       ": workload.frame_period_s: expected 1.024 us to 1e6 s with admission.join "
                       "\"spread\" (1024 phase slots per period)");
   }
+  if (const double start = s.workload.arrival.policy->start_s(); start > s.horizon_s) {
+    throw ConfigError(fmt::format(
+        "{}: workload.arrival.start_s: {} s is past horizon_s {} s, so no caller would arrive; "
+        "expected a start within the run",
+        source, start, s.horizon_s));
+  }
   check_tensor_parallel(s);
   check_run_size(s);
   collect_warnings(s, j);

@@ -77,7 +77,7 @@ cases=$((cases + 1))
 
 # --- An empty sample has no percentiles: null, never 0.0
 cases=$((cases + 1))
-"$bin" simulate --set horizon_s=1 --set workload.arrival.start_s=5 --json >"$tmp/empty.json" || fail "empty run exited $?"
+"$bin" simulate --set horizon_s=1 --set workload.arrival.sessions=0 --json >"$tmp/empty.json" || fail "empty run exited $?"
 /usr/bin/python3 - "$tmp/empty.json" <<'PY' || fail "percentiles of an empty sample are not null"
 import json, sys
 r = json.load(open(sys.argv[1]))["result"]
@@ -395,6 +395,11 @@ expect_error -- '--max-ppl-ratio: expected a finite decimal number' recommend --
 expect_error -- '--trace .*/same.out and --metrics .*/same.out: the same file' simulate --trace "$tmp/same.out" --metrics "$tmp/same.out"
 expect_error -- '--trace .*/col/summary.json and --out .* \(its summary.json\): the same file' simulate --out "$tmp/col" --trace "$tmp/col/summary.json"
 expect_error -- '--gpus nosuch: .*unknown gpu "nosuch"' plan --gpus h200,nosuch
+expect_error 'leave none to test the fit' calibrate fit --bench "$src/results/calibration/tiny_cpu_bench.json" \
+  --out "$tmp/fit_none.json" --heldout-every 1000
+[[ -e "$tmp/fit_none.json" ]] && fail "a refused fit wrote its output"
+expect_error 'workload.arrival.start_s: 100 s is past horizon_s 30 s' simulate --set horizon_s=30 \
+  --set 'workload.arrival={"type":"all_at_once","sessions":5,"start_s":100}'
 # admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
 # clock that goes back are errors (exit 2) after the first cap, never an internal error.
 admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
