@@ -16,6 +16,8 @@ import struct
 import sys
 import zlib
 
+from atomic_file import replacing
+
 
 def die(msg):
     """Bad input (a missing, truncated or foreign file; a bad argument): exit 2."""
@@ -157,12 +159,9 @@ def main():
     lines = RReader(data, f"{rdb}:{novel}").read()
     if not isinstance(lines, list) or not all(isinstance(s, str) for s in lines):
         die(f"{rdb}: '{novel}' is not a character vector")
-    # Through a temporary file, so an interrupted run leaves no OUT that looks complete.
-    tmp = f"{out}.tmp"
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        with replacing(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
             f.write("\n".join(lines).strip("\n") + "\n")
-        os.replace(tmp, out)
     except OSError as e:
         die(f"OUT {out}: cannot write ({e})")
     print(f"austen_text: {novel}: {len(lines)} lines -> {out}", file=sys.stderr)

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from atomic_file import write_atomically
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROFILES = [  # (Vidur model, GPU)
     ("meta-llama/Llama-2-7b-hf", "h100"),
@@ -62,10 +64,7 @@ def gpu_text(gpu, blocks):
 
 
 def replace(path, text):
-    """Writes path through a temporary file beside it, so it is never left half written."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomically(path, lambda f: f.write(text))
 
 
 def staged_writes(exe, tmp):

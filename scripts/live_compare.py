@@ -40,6 +40,8 @@ import statistics
 import subprocess
 import sys
 
+from atomic_file import write_atomically
+
 # Tolerances (the issue's targets). t_sat: relative to the live engine's first refused
 # allocation; frames served: relative; p50 / p99: relative, only on a run that kept real time.
 TOL = {"t_sat": 0.02, "t_sat_recompute": 0.10, "frames_served": 0.02, "p50": 0.15, "p99": 0.30}
@@ -48,20 +50,6 @@ SEEDS = 20
 
 class InputError(Exception):
     pass
-
-
-def write_atomically(path, write, mode="w"):
-    """write(f) into a temporary file beside `path`, renamed onto it only once complete, so an
-    interrupted run leaves no output that looks whole."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, mode) as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def read_json(path):

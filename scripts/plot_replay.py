@@ -18,6 +18,8 @@ import csv
 import json
 import os
 
+from atomic_file import replacing
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -139,13 +141,9 @@ def main():
     fig.suptitle(title + "\n" + sub, fontsize=10)
     fig.tight_layout()
     out = a.out or os.path.join(a.dir, "replay.png")
-    # Through a temporary name (same extension: it picks the format), so an interrupted or failed
-    # write leaves no figure that looks complete.
-    stem, ext = os.path.splitext(out)
-    tmp = f"{stem}.tmp{ext}"
     try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, out)
+        with replacing(out) as tmp:
+            fig.savefig(tmp, dpi=120)
     except (OSError, ValueError) as e:
         ap.error(f"--out {out}: cannot write ({e})")
     print(out)

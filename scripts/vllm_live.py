@@ -49,6 +49,8 @@ import signal
 import sys
 import time
 
+from atomic_file import write_atomically
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -619,20 +621,6 @@ async def sample_metrics_async(plan, clock, books, read):
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-def write_atomically(path, write):
-    """write(f) into a temporary file beside `path`, renamed onto it only once complete, so an
-    interrupted run leaves no output that looks whole."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", newline="") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def write_csv(path, cols, rows):

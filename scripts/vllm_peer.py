@@ -17,6 +17,8 @@ import os
 import sys
 import tempfile
 
+from atomic_file import write_atomically
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -412,11 +414,7 @@ def main():
             goldens[name] = (format_golden(golden), summary)
     os.makedirs(args.out, exist_ok=True)
     for name, (text, summary) in goldens.items():
-        # Through a temporary file, so an interrupted write leaves no half golden.
-        out = os.path.join(args.out, name + ".json")
-        with open(out + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(out + ".tmp", out)
+        write_atomically(os.path.join(args.out, name + ".json"), lambda f, text=text: f.write(text))
         print(f"{name}: {json.dumps(summary)}")
     return 0
 

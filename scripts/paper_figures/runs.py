@@ -2,7 +2,6 @@
 the Runner that calls the metronome CLI and records each call. Every number a figure or the report
 shows comes from a file metronome writes under OUT/data/figN/; nothing here computes one."""
 import concurrent.futures
-import contextlib
 import copy
 import json
 import math
@@ -11,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from atomic_file import replacing  # noqa: F401 (report, plots and experiments take it from here)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXP_DIR = os.path.join(ROOT, "scenarios", "experiments")
@@ -30,20 +31,6 @@ ADMISSION_SCENARIO = os.path.join(ROOT, "scenarios", "admission", "moshi_h200_ai
 def load(path):
     with open(path) as f:
         return json.load(f)
-
-
-@contextlib.contextmanager
-def replacing(path):
-    """A temporary name beside path to write a final output to; renamed onto path once the block
-    ends without an error, removed otherwise: an interrupted or failed run leaves the old file (or
-    none), never part of a new one that looks complete."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def merge(base, over):
