@@ -102,9 +102,10 @@ Run add_admit(CLI::App& app) {
       if (line.empty()) continue;
       const ControlSignal sig = parse_signal(line, n);
       if (sig.now < last) {
-        throw ConfigError(fmt::format("stdin line {}: field 'now_s': expected at least the last "
-                                      "line's {} s (the run's clock does not go back), got {} s",
-                                      n, to_seconds(last), to_seconds(sig.now)));
+        throw ConfigError(
+            fmt::format("stdin line {}: field 'now_s': expected at least the last "
+                        "line's {} s (the run's clock does not go back), got {} s",
+                        n, to_seconds(last), to_seconds(sig.now)));
       }
       last = sig.now;
       if (controller->adaptive()) controller->on_interval(sig);

@@ -72,11 +72,13 @@ Run add_sweep(CLI::App& app) {
       ->type_name("KEY=V1,V2");
   cmd->add_option("--sweep", o->file,
                   "A sweep JSON file {scenario, set, grid, seeds}; --set/--grid/--seeds add to it");
-  cmd->add_option("--seeds", o->seeds, "N (seeds 1..N), A..B or A,B,C, in place of the scenario's seed "
+  cmd->add_option("--seeds", o->seeds,
+                  "N (seeds 1..N), A..B or A,B,C, in place of the scenario's seed "
                   "(default: that seed)");
   cmd->add_option("--out", o->out, "Output directory (created)")->required();
   cmd->add_option("-j,--jobs", o->jobs, "Parallel runs (default: all hardware threads)")
-      ->check(kDecimalInteger)->check(CLI::Range(0, 4096));
+      ->check(kDecimalInteger)
+      ->check(CLI::Range(0, 4096));
   cmd->add_option(
       "--shard", o->shard,
       "I/N: run only runs with run % N == I (for job arrays); combine with sweep-merge");

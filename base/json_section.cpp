@@ -30,7 +30,7 @@ void JsonSection::fail(std::string_view key, std::string_view expected) const {
   const std::string got = it == j_.end() ? "nothing (the field is missing)" : json_preview(*it);
   // A time field takes a bare number of seconds: say so, since "150ms" or 150 are what users try.
   std::string want(expected);
-  if (key.ends_with("_s") && want.find("number") != std::string::npos) {
+  if (key.ends_with("_s") && !key.ends_with("_per_s") && want.find("number") != std::string::npos) {
     want += " of seconds (150 ms is 0.15)";
   }
   throw ConfigError(source_ + ": " + field(key) + ": expected " + want + ", got " + got);

@@ -43,12 +43,14 @@ void SweepSpec::check_limits() const {
   // Each run's seed is the sweep's (--seeds): one set or gridded here would be overwritten.
   for (const auto& a : axes) {
     if (a.key == "seed")
-      throw ConfigError("--grid seed: a sweep's runs take their seeds from --seeds (or the sweep "
-                        "file's \"seeds\"); expected the seeds there");
+      throw ConfigError(
+          "--grid seed: a sweep's runs take their seeds from --seeds (or the sweep "
+          "file's \"seeds\"); expected the seeds there");
   }
   for (const auto& set : sets) {
     if (set.starts_with("seed="))
-      throw ConfigError("--set " + set + ": a sweep's runs take their seeds from --seeds (or the "
+      throw ConfigError("--set " + set +
+                        ": a sweep's runs take their seeds from --seeds (or the "
                         "sweep file's \"seeds\"); expected the seeds there");
   }
   // The spec is written into sweep.json: every key, value, --set and path must be valid UTF-8.

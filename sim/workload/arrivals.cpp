@@ -8,7 +8,7 @@ namespace metronome {
 double parse_start_s(JsonSection& a) { return a.in_range("start_s", 0.0, 0, kMaxSeconds); }
 
 int64_t parse_sessions(JsonSection& a) {
-  return a.integer("sessions", std::nullopt, 0, 100'000'000);
+  return a.integer("sessions", std::nullopt, 0, static_cast<int64_t>(kMaxCallers));
 }
 
 std::string check_sessions_size(int64_t sessions) {
