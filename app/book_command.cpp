@@ -2,10 +2,13 @@
 // simulator's own ledger (sim/output/recorded_run.h), written as `simulate --out` writes a run:
 // summary.json, timeseries.csv and the resolved scenario.json. Whatever reads a simulation then
 // reads the live run by the same definitions of due, served, silent and late.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "app/commands.h"
 #include "app/run_folder.h"
@@ -15,6 +18,7 @@
 #include "base/output_dir.h"
 #include "base/output_file.h"
 #include "base/output_number.h"
+#include "base/time.h"
 #include "calibrate/csv_table.h"
 #include "sim/analysis/report.h"
 #include "sim/closed_form/first_order.h"
@@ -58,6 +62,16 @@ RecordedRun read_records(const std::string& dir, double* origin, nlohmann::json*
     if (f.done_s && *f.done_s < f.release_s) {
       throw ConfigError(f.where + ": done_s " + std::to_string(*f.done_s) +
                         ": expected at or after release_s " + std::to_string(f.release_s));
+    }
+    // On the run's clock (seconds from its origin), within the simulator's range.
+    for (const auto& [name, v] : {std::pair{"session", static_cast<double>(f.session)},
+                                  {"frame", static_cast<double>(f.frame)},
+                                  {"tokens", static_cast<double>(f.tokens)},
+                                  {"release_s", f.release_s},
+                                  {"done_s", f.done_s.value_or(0)}}) {
+      if (v < 0 || v > kMaxSeconds) {
+        throw ConfigError(fmt::format("{}: {}: expected 0 to 1e9, got {}", f.where, name, v));
+      }
     }
     r.frames.push_back(std::move(f));
   }

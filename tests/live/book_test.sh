@@ -55,5 +55,10 @@ grep -v '^3,7,' "$rec/frames.csv" >"$tmp/cut/frames.csv"
 expect_error 'session 3 frame 7 \(released at .*\) is missing' book --scenario "$scen" --records "$tmp/cut"
 sed 's/^3,7,\([^,]*\),\([^,]*\),\([^,]*\),[^,]*,/3,7,\1,\2,\3,-1,/' "$rec/frames.csv" >"$tmp/cut/frames.csv"
 expect_error 'frames.csv:[0-9]+: done_s .*expected at or after release_s' book --scenario "$scen" --records "$tmp/cut"
+# Values no recording holds: negative tokens, a finish 1e300 s into the run.
+sed 's/^3,7,\(.*\),[^,]*$/3,7,\1,-5/' "$rec/frames.csv" >"$tmp/cut/frames.csv"
+expect_error 'frames.csv:[0-9]+: tokens: expected 0 to 1e9, got -5' book --scenario "$scen" --records "$tmp/cut"
+sed 's/^3,7,\([^,]*\),\([^,]*\),\([^,]*\),[^,]*,/3,7,\1,\2,\3,1e300,/' "$rec/frames.csv" >"$tmp/cut/frames.csv"
+expect_error 'frames.csv:[0-9]+: done_s: expected 0 to 1e9, got 1e\+300' book --scenario "$scen" --records "$tmp/cut"
 expect_error 'frames.csv.*(missing|No such file|not found)' book --scenario "$scen" --records "$tmp/nothing"
 finish book
