@@ -333,21 +333,37 @@ json fleet_state(const std::optional<PlanFleet>& f) {
   return j;
 }
 
-std::optional<PlanFleet> fleet_from_state(const json& j) {
+// `where` names the shard file and row, for a value no search could have written.
+std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& where) {
   if (j.is_null()) return std::nullopt;
+  const auto count = [&](const char* key) {
+    const auto v = j.at(key).get<int64_t>();
+    if (v < 0)
+      throw ConfigError(fmt::format("{}.{}: expected a count >= 0, got {}", where, key, v));
+    return v;
+  };
+  const auto amount = [&](const char* key, double most) {
+    const auto v = j.at(key).get<double>();
+    if (!(v >= 0 && v <= most)) {
+      throw ConfigError(fmt::format("{}.{}: expected 0 to {:g}, got {}", where, key, most, v));
+    }
+    return v;
+  };
+  constexpr double kAny = std::numeric_limits<double>::max();
   PlanFleet f;
-  f.replicas = j.at("replicas").get<int64_t>();
+  f.replicas = count("replicas");
+  if (f.replicas < 1) throw ConfigError(where + ".replicas: expected at least 1, got 0");
   f.meets = j.at("meets").get<bool>();
   f.why_not = j.at("why_not").is_null() ? "" : j.at("why_not").get<std::string>();
   f.true_p99_ms = j.at("true_p99_ms").is_null() ? std::numeric_limits<double>::infinity()
-                                                : j.at("true_p99_ms").get<double>();
-  f.silent_fraction = j.at("silent_fraction").get<double>();
-  f.calls_offered = j.at("calls_offered").get<int64_t>();
-  f.calls_rejected = j.at("calls_rejected").get<int64_t>();
-  f.replicas_stalled = j.at("replicas_stalled").get<int64_t>();
-  f.call_hours = j.at("call_hours").get<double>();
-  f.hours = j.at("hours").get<double>();
-  f.gpu_hours = j.at("gpu_hours").get<double>();
+                                                : amount("true_p99_ms", kAny);
+  f.silent_fraction = amount("silent_fraction", 1);
+  f.calls_offered = count("calls_offered");
+  f.calls_rejected = count("calls_rejected");
+  f.replicas_stalled = count("replicas_stalled");
+  f.call_hours = amount("call_hours", kAny);
+  f.hours = amount("hours", kAny);
+  f.gpu_hours = amount("gpu_hours", kAny);
   return f;
 }
 
@@ -449,8 +465,9 @@ Plan merge_plan(const Scenario& base, const PlanSpec& spec,
               fmt::format("{}: candidates: candidate {} is not this plan's", file, i));
         }
         PlanCandidate& c = p.candidates[i];
-        c.best = fleet_from_state(row.at("best"));
-        c.short_of = fleet_from_state(row.at("one_fewer"));
+        const std::string where = fmt::format("{}: candidates[{}]", file, i);
+        c.best = fleet_from_state(row.at("best"), where + ".best");
+        c.short_of = fleet_from_state(row.at("one_fewer"), where + ".one_fewer");
         c.runs = row.at("simulations").get<int64_t>();
         filled[i] = true;
       }
