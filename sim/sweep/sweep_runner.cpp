@@ -430,6 +430,45 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   return out;
 }
 
+namespace {
+
+// A shard's rows as row_for wrote them: the first row's fields in every row, point and seed those
+// of the run, and each result null or a number >= 0 (a hand-edited or foreign row is refused, never
+// copied into the merge and its aggregates).
+void check_merged_rows(const SweepSpec& spec, const std::map<int64_t, ojson>& rows) {
+  if (rows.empty()) return;
+  std::set<std::string> axes;
+  for (const auto& a : spec.axes) axes.insert(axis_column(a));
+  std::vector<std::string> fields;
+  for (const auto& [k, v] : rows.begin()->second.items()) fields.push_back(k);
+  for (const auto& [run, row] : rows) {
+    const std::string where = fmt::format("sweep-merge: run {}", run);
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : row.items()) keys.push_back(k);
+    if (keys != fields) {
+      throw ConfigError(where + ": its fields differ from run " +
+                        std::to_string(rows.begin()->first) +
+                        "'s; expected the rows of one sweep, as it wrote them");
+    }
+    if (run >= spec.runs() || !row.contains("point") || row.at("point") != spec.point_of(run) ||
+        !row.contains("seed") || row.at("seed") != spec.seed_of(run)) {
+      throw ConfigError(where + ": point or seed is not that run's in this sweep");
+    }
+    for (const auto& [k, v] : row.items()) {
+      if (k == "run" || k == "point" || k == "seed" || axes.count(k)) continue;
+      const char* want = k == "crashed"           ? "true or false"
+                         : k == "admission_flags" ? "a string"
+                                                  : "null or a number >= 0";
+      const bool ok = k == "crashed"           ? v.is_boolean()
+                      : k == "admission_flags" ? v.is_string()
+                                               : v.is_null() || (v.is_number() && v >= 0);
+      if (!ok) throw ConfigError(where + ": " + k + ": expected " + want + ", got " + v.dump());
+    }
+  }
+}
+
+}  // namespace
+
 void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_dir) {
   if (dirs.empty()) throw ConfigError("sweep-merge: no shard directories given");
   // Writing the merge into a shard would replace the shard's own files, and lose its runs.
@@ -491,6 +530,7 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
     spec.axes.push_back(std::move(a));
   }
   spec.seeds = (*spec_json)["seeds"].get<std::vector<uint64_t>>();
+  check_merged_rows(spec, rows);
   for (int64_t r = 0; r < spec.runs(); ++r) {
     if (!rows.count(r)) {
       throw ConfigError(

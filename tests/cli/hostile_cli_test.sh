@@ -400,6 +400,12 @@ expect_error 'leave none to test the fit' calibrate fit --bench "$src/results/ca
 [[ -e "$tmp/fit_none.json" ]] && fail "a refused fit wrote its output"
 expect_error 'workload.arrival.start_s: 100 s is past horizon_s 30 s' simulate --set horizon_s=30 \
   --set 'workload.arrival={"type":"all_at_once","sessions":5,"start_s":100}'
+# sweep-merge copies no row a sweep could not have written (a hand-edited shard).
+for i in 0 1; do "$bin" sweep --set horizon_s=5 --seeds 4 --shard $i/2 --out "$tmp/sm$i" 2>/dev/null; done
+sed -i '1s/"frames_due":[0-9]*/"frames_due":-5/' "$tmp/sm0/runs.jsonl"
+expect_error 'sweep-merge: run 0: frames_due: expected null or a number >= 0, got -5' sweep-merge "$tmp/sm0" "$tmp/sm1" --out "$tmp/sm_merged"
+sed -i '1s/"seed":[0-9]*/"seed":9/' "$tmp/sm0/runs.jsonl"
+expect_error 'sweep-merge: run 0: point or seed is not that run.s' sweep-merge "$tmp/sm0" "$tmp/sm1" --out "$tmp/sm_merged"
 # admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
 # clock that goes back are errors (exit 2) after the first cap, never an internal error.
 admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
