@@ -1,3 +1,6 @@
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -27,12 +30,14 @@ Run add_capacity(CLI::App& app) {
   cmd->add_option("--fraction", o->fraction,
                   "Fraction of the deadline the p95 latency must stay under (default: the "
                   "scenario's admission.high_fraction, 0.9)")
-      ->check(kFiniteNumber)->check(CLI::Range(1e-6, 1e3));
+      ->check(kFiniteNumber)
+      ->check(CLI::Range(1e-6, 1e3));
   cmd->add_option(
          "--probe-s", o->probe_s,
          "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
          "time to fill S + W; unbounded, the call length within the horizon)")
-      ->check(kFiniteNumber)->check(CLI::Range(0.0, 1e6));
+      ->check(kFiniteNumber)
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--phase-draws", o->phase_draws,
                   "Poisson scenarios: draws of random caller phases the deadline cap is also "
                   "probed at (seeds seed, seed + 1, ...); the median and range are reported "
@@ -41,6 +46,16 @@ Run add_capacity(CLI::App& app) {
   return [o]() {
     const Scenario s = o->scenario.load_engine("capacity");
     const double f = o->fraction > 0 ? o->fraction : s.admission.policy->congestion_fraction();
+    // Unbounded KV grows for as long as a probe lasts: past the calls' length, its callers reach
+    // contexts no call does, and the cap it finds is for longer calls than the scenario's.
+    if (const double call = std::min(s.workload.duration.policy->typical_s(), s.horizon_s);
+        !s.kv_policy.bounded() && o->probe_s > call) {
+      std::cerr << fmt::format(
+          "metronome: warning: --probe-s {:g} s is longer than the calls ({:g} s{}): with "
+          "unbounded KV the probe's callers reach contexts the calls never do, so the deadline "
+          "cap is that of longer calls; leave --probe-s out for the call length\n",
+          o->probe_s, call, s.workload.duration.fixed_s() ? "" : ", typical");
+    }
     const auto progress = stderr_progress("capacity", 0, "probes");
     const auto c = compute_capacity(s, f, o->probe_s, o->phase_draws, progress.get());
     if (progress) progress->finish();

@@ -400,6 +400,11 @@ expect_error 'leave none to test the fit' calibrate fit --bench "$src/results/ca
 [[ -e "$tmp/fit_none.json" ]] && fail "a refused fit wrote its output"
 expect_error 'workload.arrival.start_s: 100 s is past horizon_s 30 s' simulate --set horizon_s=30 \
   --set 'workload.arrival={"type":"all_at_once","sessions":5,"start_s":100}'
+# A probe longer than the calls measures contexts no call reaches: said, not silent.
+cases=$((cases + 1))
+"$bin" capacity --set horizon_s=10 --probe-s 12 --quiet >/dev/null 2>"$tmp/err" &&
+  grep -q 'warning: --probe-s 12 s is longer than the calls (10 s)' "$tmp/err" ||
+  fail "capacity --probe-s past the calls: no warning; stderr: $(head -c 300 "$tmp/err")"
 # sweep-merge copies no row a sweep could not have written (a hand-edited shard).
 for i in 0 1; do "$bin" sweep --set horizon_s=5 --seeds 4 --shard $i/2 --out "$tmp/sm$i" 2>/dev/null; done
 sed -i '1s/"frames_due":[0-9]*/"frames_due":-5/' "$tmp/sm0/runs.jsonl"
