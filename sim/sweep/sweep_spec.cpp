@@ -152,21 +152,25 @@ std::vector<std::string> split_top_level(const std::string& s) {
 
 // A scenario's seed is at most INT64_MAX (sim/config/scenario.cpp): a sweep must not accept seeds
 // that `simulate --seed` refuses.
+[[noreturn]] void seed_out_of_range(const std::string& digits, const std::string& what) {
+  throw ConfigError(what + ": " + digits +
+                    " is out of range (expected at most 9223372036854775807, the largest "
+                    "scenario seed)");
+}
 void check_seed_range(uint64_t v, const std::string& what) {
   if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    throw ConfigError(what + ": " + std::to_string(v) +
-                      " is out of range (expected at most 9223372036854775807, the largest "
-                      "scenario seed)");
+    seed_out_of_range(std::to_string(v), what);
   }
 }
 
 // Decimal digits only: no sign (-1 would wrap), no leading zero (010 reads as octal elsewhere).
 uint64_t parse_u64(const std::string& s, const std::string& what) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19 ||
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos ||
       (s.size() > 1 && s[0] == '0')) {
-    throw ConfigError(what + ": \"" + s +
+    throw ConfigError(what + ": \"" + s.substr(0, 40) +
                       "\" is not a non-negative decimal integer without leading zeros");
   }
+  if (s.size() > 19) seed_out_of_range(s.size() > 40 ? s.substr(0, 40) + "..." : s, what);
   const uint64_t v = std::stoull(s);
   check_seed_range(v, what);
   return v;

@@ -70,6 +70,7 @@ done
 expect_error -- "--jobs: expected a non-negative decimal integer" sweep --out "$tmp/sw_j" -j nan
 expect_error -- "--num-blocks: expected a non-negative decimal integer" replay --num-blocks nan
 expect_error -- '--seeds 010: "010" is not a non-negative decimal integer without leading zeros' sweep --out "$tmp/sw_s" --seeds 010
+expect_error -- '--seeds 18446744073709551616: 18446744073709551616 is out of range' sweep --out "$tmp/sw_s" --seeds 18446744073709551616
 expect_error -- '--seeds 1,1,1: seed 1 is given twice' sweep --out "$tmp/sw_s" --seeds 1,1,1
 # --seed 10 is seed 10 (not octal 8, not the default).
 cases=$((cases + 1))
