@@ -3,6 +3,7 @@
 // app/CMakeLists.txt), registered by one line in app/main.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,9 @@ std::vector<CostTerm> parse_terms(const std::string& list) {
       throw ConfigError("--terms: unknown term \"" + name +
                         "\" (expected fixed, sessions, query_tokens, kv_read_tokens, qk_pairs, "
                         "expert_layers)");
+    }
+    if (std::find(terms.begin(), terms.end(), t) != terms.end()) {
+      throw ConfigError("--terms: \"" + name + "\" is given twice (expected each term once)");
     }
     terms.push_back(t);
   }
@@ -78,7 +82,8 @@ struct FitFlags {
     c.add_flag("--allow-negative", allow_negative,
                "Keep negative coefficients (default: drop such a term and refit, with a warning)");
     c.add_option("--heldout-every", heldout_every, "Hold out every Nth point (sorted by shape)")
-        ->check(kDecimalInteger)->check(CLI::Range(2, 1000));
+        ->check(kDecimalInteger)
+        ->check(CLI::Range(2, 1000));
   }
   FitOptions options() const {
     FitOptions o;

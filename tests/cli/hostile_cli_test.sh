@@ -399,6 +399,8 @@ expect_error -- '--gpus nosuch: .*unknown gpu "nosuch"' plan --gpus h200,nosuch
 expect_error 'leave none to test the fit' calibrate fit --bench "$src/results/calibration/tiny_cpu_bench.json" \
   --out "$tmp/fit_none.json" --heldout-every 1000
 [[ -e "$tmp/fit_none.json" ]] && fail "a refused fit wrote its output"
+expect_error -- '--terms: "fixed" is given twice' calibrate fit --bench "$src/results/calibration/tiny_cpu_bench.json" \
+  --out "$tmp/fit_twice.json" --terms fixed,sessions,fixed
 expect_error 'workload.arrival.start_s: 100 s is past horizon_s 30 s' simulate --set horizon_s=30 \
   --set 'workload.arrival={"type":"all_at_once","sessions":5,"start_s":100}'
 # A probe longer than the calls measures contexts no call reaches: said, not silent.
