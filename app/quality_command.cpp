@@ -107,7 +107,8 @@ Run add_quality(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   cmd->add_option("--temperature", o->q.temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str()
-      ->check(kFiniteNumber)->check(CLI::Range(0.0, 10.0));
+      ->check(kFiniteNumber)
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--seed", o->q.seed, "Seed of the sampling")->capture_default_str();
   cmd->add_option("-j,--threads", o->q.threads, "Threads")
       ->capture_default_str()

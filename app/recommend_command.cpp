@@ -52,7 +52,8 @@ Run add_recommend(CLI::App& app) {
                   "Also show the eligible (W, S) of best quality (lowest perplexity ratio, else "
                   "the most tokens kept) whose N* is within this percentage of the best N* "
                   "(default 5)")
-      ->check(kFiniteNumber)->check(CLI::Range(0.0, 100.0));
+      ->check(kFiniteNumber)
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("-j,--jobs", o->jobs, "Worker threads (default 1); results do not depend on it")
       ->check(CLI::Range(1, 256));
   return [o]() {

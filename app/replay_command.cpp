@@ -44,7 +44,8 @@ Run add_replay(CLI::App& app) {
   cmd->add_option("--num-blocks", o->num_blocks,
                   "KV pool size in blocks for both runs (engine.num_blocks), so that the cliff "
                   "arrives within a short run")
-      ->check(kDecimalInteger)->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(kDecimalInteger)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--calibration", o->calibration,
                   "Calibration file the simulation uses (default for cpu: the measured "
                   "results/calibration/tiny_cpu.json of the source tree; for gpu: the scenario's "

@@ -48,7 +48,8 @@ void QualityFloorOptions::add_to(CLI::App& app) {
   app.add_option("--max-ppl-ratio", max_ppl_ratio,
                  "Quality floor: the largest perplexity ratio to full attention acceptable "
                  "(needs --quality)")
-      ->check(kFiniteNumber)->check(CLI::Range(1.0, 1e6));
+      ->check(kFiniteNumber)
+      ->check(CLI::Range(1.0, 1e6));
 }
 
 std::string cost_model_choice(const Scenario& s) {
