@@ -1043,6 +1043,32 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
   return warnings;
 }
 
+// The --set assignments of a key that the policy section at `path` keeps for another type
+// (PolicyRegistry::ignored_keys): `--set kv_policy.window_tokens=256` on an unbounded scenario does
+// nothing, and must not look applied. Keys a file keeps for another type, ready for a `--set
+// kv_policy.type=...` flip, are the file's business.
+template <class Policy>
+void warn_ignored_sets(std::vector<std::string>& out, const nlohmann::json& j,
+                       const std::vector<std::string>& path, const PolicyRegistry<Policy>& registry,
+                       const std::string& type, const std::vector<std::string>& sets) {
+  const nlohmann::json* section = &j;
+  std::string dotted;
+  for (const auto& key : path) {
+    if (!section->is_object() || !section->contains(key)) return;
+    section = &(*section)[key];
+    dotted += (dotted.empty() ? "" : ".") + key;
+  }
+  for (const auto& [key, reader] : registry.ignored_keys(*section, type)) {
+    for (const auto& a : sets) {
+      const std::string k = key_of(a);
+      if (k != dotted && k != dotted + "." + key) continue;
+      out.push_back(fmt::format(
+          "--set {0}: {1}.{2} is ignored: it belongs to {1}.type \"{3}\", and the type is \"{4}\"",
+          argument_preview(a), dotted, key, reader, type));
+    }
+  }
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
@@ -1123,6 +1149,12 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     }
   }
   Scenario s = parse_scenario(j, source);
+  warn_ignored_sets(warnings, j, {"kv_policy"}, kv_policies(), s.kv_policy.type(), sets);
+  warn_ignored_sets(warnings, j, {"workload", "arrival"}, arrival_policies(),
+                    s.workload.arrival.type(), sets);
+  warn_ignored_sets(warnings, j, {"workload", "duration"}, duration_policies(),
+                    s.workload.duration.type(), sets);
+  warn_ignored_sets(warnings, j, {"admission"}, admission_policies(), s.admission.type(), sets);
   s.warnings.insert(s.warnings.begin(), warnings.begin(), warnings.end());
   return s;
 }

@@ -5,9 +5,11 @@
 //
 // Keys that another registered type of the same kind reads are accepted and ignored under the
 // chosen type, so `--set kv_policy.type=...` flips a scenario without removing the old type's
-// fields; any other key is an error naming it.
+// fields; any other key is an error naming it. ignored_keys() names them, so that the scenario can
+// say so (a window left behind by a type flip must not look as if it applied).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -64,6 +66,31 @@ class PolicyRegistry {
       if (e.type == type) return e.parse(none);
     }
     return nullptr;  // unreachable: one_of accepted a registered type
+  }
+
+  // The keys of `section` (a parsed section of this kind, whose type is `type`) that only other
+  // types read, each with the first type that reads it; null values are no values.
+  std::vector<std::pair<std::string, std::string>> ignored_keys(const nlohmann::json& section,
+                                                                const std::string& type) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    const Entry* chosen = nullptr;
+    for (const auto& e : entries_) {
+      if (e.type == type) chosen = &e;
+    }
+    if (chosen == nullptr || !section.is_object()) return out;
+    for (const auto& [key, value] : section.items()) {
+      if (value.is_null() || key == "type" ||
+          std::ranges::find(chosen->fields, key) != chosen->fields.end()) {
+        continue;
+      }
+      for (const auto& e : entries_) {
+        if (std::ranges::find(e.fields, key) != e.fields.end()) {
+          out.emplace_back(key, e.type);
+          break;
+        }
+      }
+    }
+    return out;
   }
 
   std::vector<std::string> types() const {

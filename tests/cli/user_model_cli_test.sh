@@ -98,6 +98,18 @@ win=(--set kv_policy.type=windowed --set kv_policy.window_tokens=200000 --set kv
 warns 'sinks \+ window = 200004 tokens is at least a whole call' predict "${user[@]}" "${win[@]}"
 warns "longer than model qwen2.5-omni-7b's context of 32768 tokens" predict "${user[@]}" "${win[@]}"
 quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40 --set kv_policy.type=windowed --set kv_policy.window_tokens=2048 --set kv_policy.sink_tokens=16
+# A --set of a field the section's policy type does not read does nothing: it says so (and the run
+# records it). Fields a file keeps for a later `--set kv_policy.type=...` flip stay quiet.
+warns '--set kv_policy.window_tokens=256: kv_policy.window_tokens is ignored: it belongs to kv_policy.type "windowed", and the type is "unbounded"' predict --set kv_policy.window_tokens=256
+warns 'workload.arrival.rate_per_s is ignored: it belongs to workload.arrival.type "poisson", and the type is "all_at_once"' predict --set workload.arrival.rate_per_s=3
+warns 'kv_policy.sink_tokens is ignored' predict --set 'kv_policy={"type":"unbounded","sink_tokens":4}'
+quiet simulate --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set horizon_s=2 --out "$tmp/fleet_flip0"
+quiet simulate --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set horizon_s=2 --set kv_policy.type=windowed --out "$tmp/fleet_flip1"
+quiet predict --set kv_policy.type=windowed --set kv_policy.window_tokens=256
+"$bin" simulate --set horizon_s=5 --set kv_policy.sink_tokens=4 --out "$tmp/ignored_run" >/dev/null 2>&1 ||
+  fail "simulate with an ignored --set"
+grep -q 'kv_policy.sink_tokens is ignored' "$tmp/ignored_run/summary.json" ||
+  fail "summary.json does not record the ignored --set: $(head -c 600 "$tmp/ignored_run/summary.json")"
 sed 's/"num_key_value_heads"/"num_key_value_head"/' "$src/tests/sim/hf_configs/qwen2.5-14b/config.json" >"$tmp/typo_config.json"
 warns 'num_key_value_heads absent: 40 KV heads assumed .*the config has num_key_value_head: a misspelt num_key_value_heads\?' predict --set "model=hf:$tmp/typo_config.json"
 

@@ -129,6 +129,16 @@ TEST_F(PolicyRegistryTest, ToyFieldsAreCheckedUnderTheToyAndIgnoredUnderOthers) 
   const Scenario s =
       testing::moshi(4, "unbounded", {"admission={\"type\":\"none\",\"toy_callers\":10}"});
   EXPECT_EQ(s.admission.type(), "none");
+  // Given by --set, it does nothing, and the scenario's warnings say which type reads it.
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("admission.toy_callers is ignored: it belongs to admission.type "
+                               "\"toy_half\", and the type is \"none\""),
+            std::string::npos)
+      << s.warnings[0];
+  const nlohmann::json kept = {{"type", "none"}, {"toy_callers", 10}, {"later", nullptr}};
+  EXPECT_EQ(admission_policies().ignored_keys(kept, "none"),
+            (std::vector<std::pair<std::string, std::string>>{{"toy_callers", "toy_half"}}));
+  EXPECT_TRUE(admission_policies().ignored_keys(kept, "toy_half").empty());
   // A key no registered type reads is still an error.
   EXPECT_THROW(testing::moshi(4, "unbounded", {"admission.toy_typo=1"}), ConfigError);
   // The type list in the message includes the toy, in registration order after the shipped ones.
