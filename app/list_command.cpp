@@ -66,8 +66,7 @@ const std::vector<Field>& fields() {
       {"model.attention_bias", "-", "\"none\"", "none | qkv | all (derived weights)"},
       {"model.tie_word_embeddings", "-", "false", "output head shares the embeddings"},
       {"model.max_context_tokens", "tokens", "0",
-       "trained context (0: not stated); a window past "
-       "it is a warning"},
+       "trained context (0: not stated); a window, cap or reset past it is a warning"},
       {"model.loaded_from", "-", "-", "written: the file a model came from"},
       {"model.notes", "-", "-", "written: every derived value"},
       {"gpu", "-", "required", "a shipped name (below) or PATH.json"},

@@ -766,6 +766,20 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
           win.window + win.sinks, s.model.name, s.model.max_context_tokens));
     }
   }
+  // Policies that stop or restart a session's positions bound the position its queries reach: the
+  // cap, or the context just before a reset (the resident tokens and one frame's).
+  const KvPolicy& kv = *s.kv_policy.policy;
+  if (s.model.max_context_tokens > 0 && (kv.context_cap() || kv.restarts_positions())) {
+    const kv::FrameGrowth g = w.growth();
+    const int64_t reach =
+        kv.context_cap() ? *kv.context_cap() : kv.max_resident_tokens(g) + g.per_frame;
+    if (reach > s.model.max_context_tokens) {
+      out.push_back(fmt::format(
+          "kv_policy: a session's positions reach {} tokens under {}, past model {}'s context of "
+          "{} tokens (max_context_tokens): positions past it were never trained",
+          reach, kv.describe(), s.model.name, s.model.max_context_tokens));
+    }
+  }
 }
 
 }  // namespace

@@ -98,6 +98,12 @@ win=(--set kv_policy.type=windowed --set kv_policy.window_tokens=200000 --set kv
 warns 'sinks \+ window = 200004 tokens is at least a whole call' predict "${user[@]}" "${win[@]}"
 warns "longer than model qwen2.5-omni-7b's context of 32768 tokens" predict "${user[@]}" "${win[@]}"
 quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40 --set kv_policy.type=windowed --set kv_policy.window_tokens=2048 --set kv_policy.sink_tokens=16
+# A context cap, or the context before a periodic reset, past the trained context (32768 tokens
+# at 40 per frame: 819 frames reach 32760, 820 reach 32800).
+warns "positions reach 40000 tokens under context_cap 40000 tokens, past model qwen2.5-omni-7b's context of 32768" predict "${user[@]}" --set 'kv_policy={"type":"context_cap","cap_tokens":40000}'
+quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40 --set 'kv_policy={"type":"context_cap","cap_tokens":32768}'
+warns "positions reach 32800 tokens under periodic_reset every 820 frames" predict "${user[@]}" --set workload.kv_tokens_per_frame=40 --set 'kv_policy={"type":"periodic_reset","reset_frames":820}'
+quiet predict "${user[@]}" --set workload.kv_tokens_per_frame=40 --set 'kv_policy={"type":"periodic_reset","reset_frames":819}'
 # A --set of a field the section's policy type does not read does nothing: it says so (and the run
 # records it). Fields a file keeps for a later `--set kv_policy.type=...` flip stay quiet.
 warns '--set kv_policy.window_tokens=256: kv_policy.window_tokens is ignored: it belongs to kv_policy.type "windowed", and the type is "unbounded"' predict --set kv_policy.window_tokens=256
