@@ -143,10 +143,28 @@ class Runner:
         return out
 
     def parallel(self, calls):
-        """Independent single-run calls (simulate, predict, capacity), `jobs` at a time."""
+        """Independent single-run calls (simulate, predict, capacity), `jobs` at a time. The first
+        failure stops the calls not yet started (those running finish) and is raised: a figure
+        whose run failed is not made, and minutes of queued runs would only delay saying so."""
+        failed = threading.Event()
+
+        def one(args, stdout_path):
+            if failed.is_set():  # set before the failed call's worker takes the next
+                return
+            try:
+                self.call(args, stdout_path)
+            except BaseException:
+                failed.set()
+                raise
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs) as ex:
-            for f in [ex.submit(self.call, a, p) for a, p in calls]:
-                f.result()
+            futures = [ex.submit(one, a, p) for a, p in calls]
+            concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+            for f in futures:
+                f.cancel()
+            for f in futures:
+                if not f.cancelled():
+                    f.result()
 
     def sweep(self, scenario_path, out_dir, grid, seeds, sets=()):
         args = ["sweep", "--scenario", scenario_path, "--seeds", seeds, "-j", self.jobs,

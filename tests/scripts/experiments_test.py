@@ -6,6 +6,7 @@
 - --reuse keeps a figure's data only where runs_log.json says a run of the same mode wrote it: a
   full run's figure 1 is refused to a --quick run, even after a --quick --only run of another
   figure rewrote the log; a figure whose run failed is not reusable.
+- The first failed call of a figure's parallel runs stops those not yet started.
 - Figure 7's capacity files that disagree on the deadline are an error, not "deadline nan ms".
 About 20 s, most of it Python starting 20 times (figures 1 and 2 run in a second). Exit 77
 (skip) when /usr/bin/python3 lacks matplotlib (the drivers import it)."""
@@ -104,6 +105,20 @@ calls = {c.get("figure") for c in log.get("metronome_calls", [])}
 if sorted(log.get("figures", {})) != ["fig2"] or calls != {"fig2"}:
     fail(f"runs_log.json after a failed figure 1 names figures {sorted(log.get('figures', {}))}, "
          f"calls of {sorted(calls)}: expected fig2 alone")
+
+# The first failed call of a figure's parallel runs stops the queued ones: at -j 1, figure 2's
+# several simulate runs stop at the first.
+counted = os.path.join(work, "counted_metronome")
+calls_file = os.path.join(work, "calls")
+with open(counted, "w") as f:
+    f.write(f"#!/bin/sh\necho x >> '{calls_file}'\necho 'metronome: error: fails' >&2\nexit 1\n")
+os.chmod(counted, 0o755)
+rc, err = run(["/usr/bin/python3", os.path.join(scripts, "experiments.py"), "--metronome", counted,
+               "--only", "2", "-j", "1", "--out", os.path.join(work, "failfast")])
+made = open(calls_file).read().count("x") if os.path.exists(calls_file) else 0
+if rc != 1 or made != 1:
+    fail(f"figure 2 with a failing metronome at -j 1: exit {rc}, {made} calls; expected exit 1 "
+         f"after 1 call: {err[-300:]!r}")
 
 # make_figures.sh: every argument is checked before anything is deleted.
 make = os.path.join(scripts, "make_figures.sh")
