@@ -875,6 +875,8 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   if (top.has("fleet")) {
     JsonSection fleet = top.section("fleet", true);
     s.fleet = parse_fleet(fleet, j, source);
+  } else {
+    top.raw("fleet");  // null: no fleet (--set fleet=null runs a fleet scenario on one engine)
   }
   top.finish();
   if (const std::string e = s.kv_policy.policy->check(s.workload.growth(), s.engine.block_size);

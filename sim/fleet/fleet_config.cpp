@@ -111,9 +111,10 @@ void refuse_fleet(const Scenario& s, std::string_view command) {
       "{}: fleet: `metronome {}` answers for one engine, and this scenario is a fleet of {} "
       "replicas; expected a scenario without a fleet section. For the fleet, `metronome "
       "simulate` runs it (every replica's summary) and `metronome plan` finds the fewest "
-      "replicas for its traffic; for one replica, put its group's model, gpu, engine and "
-      "kv_policy in a scenario of their own",
-      s.source, command, s.fleet->replicas()));
+      "replicas for its traffic; for one engine, --set fleet=null drops the section and runs "
+      "the scenario's own model, gpu, engine and kv_policy (a group may override them) under "
+      "the whole fleet's arrivals (divide a rate by {} for one replica's share)",
+      s.source, command, s.fleet->replicas(), s.fleet->replicas()));
 }
 
 }  // namespace metronome

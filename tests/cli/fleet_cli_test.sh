@@ -218,5 +218,13 @@ for cmd in capacity recommend predict "sweep --out $tmp/sweep"; do
   expect_error "moshi_h200_fleet.json: fleet: .metronome ${cmd%% *}. answers for one engine, and this scenario is a fleet of 8 replicas.*metronome plan" \
     $cmd --scenario "$src/scenarios/fleet/moshi_h200_fleet.json"
 done
+# --set fleet=null, as that message says, runs it on one engine: the fleet's traffic on one H200.
+"$bin" predict --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set fleet=null --json >"$tmp/one.json" ||
+  fail "predict --set fleet=null"
+grep -q '"num_blocks": 14099' "$tmp/one.json" || fail "predict --set fleet=null: $(head -c 300 "$tmp/one.json")"
+"$bin" simulate --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set fleet=null --set horizon_s=5 \
+  --out "$tmp/one_engine" >/dev/null 2>&1 || fail "simulate --set fleet=null"
+[[ -f $tmp/one_engine/summary.json && ! -d $tmp/one_engine/replicas ]] ||
+  fail "simulate --set fleet=null did not run one engine: $(ls "$tmp/one_engine")"
 
 finish fleet_cli_test
