@@ -336,14 +336,23 @@ json fleet_state(const std::optional<PlanFleet>& f) {
 // `where` names the shard file and row, for a value no search could have written.
 std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& where) {
   if (j.is_null()) return std::nullopt;
-  const auto count = [&](const char* key) {
-    const auto v = j.at(key).get<int64_t>();
-    if (v < 0)
-      throw ConfigError(fmt::format("{}.{}: expected a count >= 0, got {}", where, key, v));
+  if (!j.is_object()) throw ConfigError(where + ": expected a searched fleet (an object) or null");
+  const auto field = [&](const char* key, bool ok, const char* expected) -> const json& {
+    const json& v = j.at(key);
+    if (!ok)
+      throw ConfigError(fmt::format("{}.{}: expected {}, got {}", where, key, expected, v.dump()));
     return v;
   };
+  const auto count = [&](const char* key) {
+    const json& v = j.at(key);
+    const auto n = field(key, v.is_number_integer(), "a whole number").get<int64_t>();
+    if (n < 0)
+      throw ConfigError(fmt::format("{}.{}: expected a count >= 0, got {}", where, key, n));
+    return n;
+  };
   const auto amount = [&](const char* key, double most) {
-    const auto v = j.at(key).get<double>();
+    const json& x = j.at(key);
+    const auto v = field(key, x.is_number(), "a number").get<double>();
     if (!(v >= 0 && v <= most)) {
       throw ConfigError(fmt::format("{}.{}: expected 0 to {:g}, got {}", where, key, most, v));
     }
@@ -353,8 +362,10 @@ std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& wher
   PlanFleet f;
   f.replicas = count("replicas");
   if (f.replicas < 1) throw ConfigError(where + ".replicas: expected at least 1, got 0");
-  f.meets = j.at("meets").get<bool>();
-  f.why_not = j.at("why_not").is_null() ? "" : j.at("why_not").get<std::string>();
+  f.meets = field("meets", j.at("meets").is_boolean(), "true or false").get<bool>();
+  const json& why = j.at("why_not");
+  f.why_not =
+      why.is_null() ? "" : field("why_not", why.is_string(), "a string or null").get<std::string>();
   f.true_p99_ms = j.at("true_p99_ms").is_null() ? std::numeric_limits<double>::infinity()
                                                 : amount("true_p99_ms", kAny);
   f.silent_fraction = amount("silent_fraction", 1);
@@ -458,6 +469,10 @@ Plan merge_plan(const Scenario& base, const PlanSpec& spec,
             search.value(key, json(nullptr)).dump()));
       }
       for (const json& row : j.at("candidates")) {
+        if (!row.is_object() || !row.contains("index") || !row.at("index").is_number_unsigned()) {
+          throw ConfigError(fmt::format("{}: candidates: expected rows with a whole index, got {}",
+                                        file, row.dump().substr(0, 80)));
+        }
         const auto i = row.at("index").get<size_t>();
         if (i >= p.candidates.size() || static_cast<int64_t>(i) % n != index ||
             row.at("candidate") != candidate_key(p.candidates[i])) {
@@ -468,7 +483,12 @@ Plan merge_plan(const Scenario& base, const PlanSpec& spec,
         const std::string where = fmt::format("{}: candidates[{}]", file, i);
         c.best = fleet_from_state(row.at("best"), where + ".best");
         c.short_of = fleet_from_state(row.at("one_fewer"), where + ".one_fewer");
-        c.runs = row.at("simulations").get<int64_t>();
+        const json& runs = row.at("simulations");
+        if (!runs.is_number_unsigned()) {
+          throw ConfigError(
+              fmt::format("{}.simulations: expected a count >= 0, got {}", where, runs.dump()));
+        }
+        c.runs = runs.get<int64_t>();
         filled[i] = true;
       }
     } catch (const json::exception& e) {

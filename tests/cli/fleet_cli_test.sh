@@ -170,6 +170,9 @@ mkdir -p "$tmp/bad"
 $py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"]][0]; c["best"]["replicas"] = -3; json.dump(s, open(sys.argv[2], "w"))' \
   "$tmp/ps0.json" "$tmp/bad/ps0.json"
 expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a count >= 0, got -3' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
+$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"]][0]; c["best"]["replicas"] = "3"; json.dump(s, open(sys.argv[2], "w"))' \
+  "$tmp/ps0.json" "$tmp/bad/ps0.json"
+expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a whole number, got "3"' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
 $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480
