@@ -2,11 +2,14 @@
 
 #include "calibrate/calibration_writer.h"
 #include "calibrate/step_shape.h"
+#include "sim/config/catalog.h"
 #include "sim/cost/roofline_cost_model.h"
 
 namespace metronome::calibrate {
 
-ModelConfig scenario_model(const std::string& name) {
+ModelConfig scenario_model(const std::string& name, const std::string& referrer) {
+  // An unknown name is the referrer's (a bench file's context, an option), not a --set's.
+  find_catalog_entry("models", name, "", referrer);
   // The built-in default scenario with its model swapped: the catalog's own validation applies.
   return load_scenario("", {"model=" + name}).model;
 }
@@ -14,7 +17,7 @@ ModelConfig scenario_model(const std::string& name) {
 TermModel term_model(const ModelConfig& m) { return {m.layers, m.experts, m.experts_active}; }
 
 nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, FitResult* result) {
-  const ModelConfig model = scenario_model(run.model);
+  const ModelConfig model = scenario_model(run.model, run.source + ": context.metronome_model");
   std::vector<FitSample> samples;
   nlohmann::json diagnostics = nlohmann::json::array();
   for (const auto& b : run.samples) {
@@ -49,10 +52,10 @@ nlohmann::json fit_benchmarks(const BenchRun& run, const FitOptions& options, Fi
                           : torch ? " with PyTorch SDPA / FlexAttention (the faster per shape)"
                                   : "";
   meta.label = run.backend == "cpu"
-                   ? (vllm    ? "measured on a running vLLM's steps (its CPU backend), not a GPU: "
-                      : merged  ? "measured on a CPU, not a GPU: "
-                      : torch ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
-                              : "measured on a CPU (reference kernels), not a GPU: ") +
+                   ? (vllm     ? "measured on a running vLLM's steps (its CPU backend), not a GPU: "
+                      : merged ? "measured on a CPU, not a GPU: "
+                      : torch  ? "measured with PyTorch on a CPU (a dry run), not a GPU: "
+                               : "measured on a CPU (reference kernels), not a GPU: ") +
                          run.device + (merged ? how : "")
                    : "measured on GPU " + run.device + how;
   meta.model_name = model.name;

@@ -14,8 +14,8 @@
 namespace metronome::calibrate {
 
 // The scenario catalog's description of a model (scenarios/models/<name>.json); ConfigError if
-// unknown.
-ModelConfig scenario_model(const std::string& name);
+// unknown, blaming `referrer` (where the name came from: "--as", "FILE: context.metronome_model").
+ModelConfig scenario_model(const std::string& name, const std::string& referrer);
 TermModel term_model(const ModelConfig& m);
 
 // Only the benchmarks of kind "step" are fitted; the others (attention, gemm) are listed in the

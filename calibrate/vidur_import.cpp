@@ -62,7 +62,7 @@ ScalingOp fit_op(std::string_view name, const std::vector<double>& tokens,
 std::string model_for(const VidurProfile& p, const VidurImportOptions& o, int64_t& layers,
                       ModelConfig& model) {
   if (!o.as_model.empty()) {
-    model = scenario_model(o.as_model);
+    model = scenario_model(o.as_model, "--as");
     if (!same_shape(p.shape, model, p.tensor_parallel)) {
       throw ConfigError(fmt::format(
           "--as {}: its layer shape (hidden {}, heads {}/{}, FFN {}, vocab {}) differs from the "
@@ -78,7 +78,7 @@ std::string model_for(const VidurProfile& p, const VidurImportOptions& o, int64_
   std::vector<std::string> names = embedded_names("models");
   std::sort(names.begin(), names.end());
   for (const auto& n : names) {
-    const ModelConfig m = scenario_model(n);
+    const ModelConfig m = scenario_model(n, "the shipped models");
     if (same_shape(p.shape, m, p.tensor_parallel)) {
       model = m;
       layers = o.layers > 0 ? o.layers : m.layers;

@@ -17,7 +17,7 @@ TEST(BenchModel, ShapesMatchTheScenarioCatalog) {
   for (const auto& name : bench_model_names()) {
     const auto shape = bench_model(name);
     ASSERT_TRUE(shape) << name;
-    const ModelConfig m = scenario_model(name);
+    const ModelConfig m = scenario_model(name, "the test");
     EXPECT_EQ(shape->name, name);
     EXPECT_EQ(shape->layers, m.layers) << name;
     EXPECT_EQ(shape->hidden, m.hidden_size) << name;

@@ -401,6 +401,10 @@ expect_error 'leave none to test the fit' calibrate fit --bench "$src/results/ca
 [[ -e "$tmp/fit_none.json" ]] && fail "a refused fit wrote its output"
 expect_error -- '--terms: "fixed" is given twice' calibrate fit --bench "$src/results/calibration/tiny_cpu_bench.json" \
   --out "$tmp/fit_twice.json" --terms fixed,sessions,fixed
+/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["context"]["metronome_model"] = "nosuch"; json.dump(j, open(sys.argv[2], "w"))' \
+  "$src/results/calibration/tiny_cpu_bench.json" "$tmp/bench_nosuch.json"
+expect_error 'bench_nosuch.json: context.metronome_model: .*unknown model "nosuch"' calibrate fit \
+  --bench "$tmp/bench_nosuch.json" --out "$tmp/fit_nosuch.json"
 expect_error 'workload.arrival.start_s: 100 s is past horizon_s 30 s' simulate --set horizon_s=30 \
   --set 'workload.arrival={"type":"all_at_once","sessions":5,"start_s":100}'
 # A probe longer than the calls measures contexts no call reaches: said, not silent.
