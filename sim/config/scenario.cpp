@@ -730,6 +730,15 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
         "for vLLM's token budget",
         s.engine.max_num_batched_tokens));
   }
+  for (const char* key : {"session_model", "enable_prefix_caching"}) {
+    if (s.engine.scheduler == "frame" && engine != j.end() && engine->is_object() &&
+        engine->contains(key) && !(*engine)[key].is_null()) {
+      out.push_back(fmt::format(
+          "engine.{} {} is ignored by engine.scheduler \"frame\": it is a field of vLLM's "
+          "scheduler (set engine.scheduler=vllm_v1 to use it)",
+          key, (*engine)[key].dump()));
+    }
+  }
   const double deadline = w.deadline();
   if (deadline > 10 * w.frame_period_s) {
     throw ConfigError(fmt::format(

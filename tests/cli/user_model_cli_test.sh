@@ -88,6 +88,9 @@ quiet predict  # the default (Moshi: one KV position per step carries both strea
 # --- 3. A token budget the frame scheduler does not use
 warns 'engine.max_num_batched_tokens 2048 is ignored by engine.scheduler "frame"' predict --set engine.max_num_batched_tokens=2048
 quiet predict --set engine.max_num_batched_tokens=2048 --set engine.scheduler=vllm_v1
+warns 'engine.session_model "per_frame_request" is ignored by engine.scheduler "frame"' predict --set engine.session_model=per_frame_request
+warns 'engine.enable_prefix_caching true is ignored by engine.scheduler "frame"' predict --set engine.enable_prefix_caching=true
+quiet predict --set engine.enable_prefix_caching=true --set engine.scheduler=vllm_v1
 
 # --- 4. Units and meanings
 expect_error 'workload.deadline_s: expected at most 10 x frame_period_s \(10 s\), got 150: a deadline is in seconds' predict "${user[@]}" --set workload.deadline_s=150
