@@ -1180,6 +1180,14 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   warn_ignored_sets(warnings, j, {"workload", "duration"}, duration_policies(),
                     s.workload.duration.type(), sets);
   warn_ignored_sets(warnings, j, {"admission"}, admission_policies(), s.admission.type(), sets);
+  for (const auto& a : sets) {
+    if (key_of(a) == "engine.exhaustion" && s.engine.scheduler == "vllm_v1") {
+      warnings.push_back("--set " + argument_preview(a) +
+                         ": engine.exhaustion is ignored by engine.scheduler \"vllm_v1\", which "
+                         "preempts the last running request and recomputes it later, as vLLM "
+                         "does (the frame scheduler runs the exhaustion policies)");
+    }
+  }
   s.warnings.insert(s.warnings.begin(), warnings.begin(), warnings.end());
   return s;
 }

@@ -91,6 +91,8 @@ quiet predict --set engine.max_num_batched_tokens=2048 --set engine.scheduler=vl
 warns 'engine.session_model "per_frame_request" is ignored by engine.scheduler "frame"' predict --set engine.session_model=per_frame_request
 warns 'engine.enable_prefix_caching true is ignored by engine.scheduler "frame"' predict --set engine.enable_prefix_caching=true
 quiet predict --set engine.enable_prefix_caching=true --set engine.scheduler=vllm_v1
+warns 'engine.exhaustion is ignored by engine.scheduler "vllm_v1"' predict --set engine.scheduler=vllm_v1 --set engine.exhaustion=stall
+quiet predict --set engine.exhaustion=preempt_recompute
 
 # --- 4. Units and meanings
 expect_error 'workload.deadline_s: expected at most 10 x frame_period_s \(10 s\), got 150: a deadline is in seconds' predict "${user[@]}" --set workload.deadline_s=150
