@@ -317,6 +317,13 @@ nlohmann::json recommend_json(const Scenario& base, const RecommendSpec& spec,
 std::string recommend_text(const Scenario& base, const Recommendation& r) {
   std::string out = fmt::format("scenario   {} ({} on {}, admission {})\n", base.name,
                                 base.model.name, base.gpu.name, base.admission.type());
+  // Each cell runs a window in place of the scenario's KV policy: said where it was another
+  // bounded rule, which the table would otherwise seem to be about.
+  if (const KvPolicy& kv = *base.kv_policy.policy; kv.bounded() && !kv.window()) {
+    out +=
+        fmt::format("kv_policy  the scenario's {} is replaced by each cell's window W, sinks S\n",
+                    kv.describe());
+  }
   if (!r.quality_source.empty()) {
     out += fmt::format("quality    perplexity ratios to full attention of {}\n", r.quality_source);
   }

@@ -137,6 +137,12 @@ grep -Eq '^FLAGGED    N\* [0-9]+ is the offered load \(nobody was turned away; 6
   fail "recommend: no offered-load flag: $(cat "$tmp/rec.txt")"
 grep -q "W = 480 tokens is 38.4 s of conversation" "$tmp/rec.txt" || fail "recommend: W in seconds: $(cat "$tmp/rec.txt")"
 
+# --- 7a. recommend over a scenario with another bounded KV rule says each cell replaces it
+"$bin" recommend --set 'kv_policy={"type":"periodic_reset","reset_frames":375}' --set horizon_s=30 \
+  --windows 480 --sinks 16 --seeds 1 --quiet >"$tmp/rec_reset.txt" 2>&1 || fail "recommend (periodic_reset)"
+grep -q "^kv_policy  the scenario's periodic_reset every 375 frames is replaced by each cell's window" \
+  "$tmp/rec_reset.txt" || fail "recommend: no word of the replaced KV policy: $(head -c 400 "$tmp/rec_reset.txt")"
+
 # --- 7b. recommend: callers all at once, most turned away by AIMD's starting cap, none after: the
 # cap climbs with nobody to admit, and N* (its starting cap) is where the arrivals ran out
 "$bin" recommend --set model=qwen2.5-omni-7b --set workload.frame_period_s=1 \
