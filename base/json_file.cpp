@@ -44,7 +44,16 @@ class StrictSax {
   bool boolean(bool v) { return done(dom_.boolean(v)); }
   bool number_integer(number_integer_t v) { return done(dom_.number_integer(v)); }
   bool number_unsigned(number_unsigned_t v) { return done(dom_.number_unsigned(v)); }
-  bool number_float(number_float_t v, const string_t& s) { return done(dom_.number_float(v, s)); }
+  bool number_float(number_float_t v, const string_t& s) {
+    // strtod reads a literal below the least double (1e-400) as 0: not what the text says.
+    if (v == 0 && s.substr(0, s.find_first_of("eE")).find_first_of("123456789") != s.npos) {
+      throw ConfigError(where_ + (frames_.empty() ? std::string() : ": " + path()) + ": number " +
+                        cut(s, 40) +
+                        " is too small for a double and would read as 0 (expected 0, or |x| >= "
+                        "4.9e-324)");
+    }
+    return done(dom_.number_float(v, s));
+  }
   bool string(string_t& v) { return done(dom_.string(v)); }
   bool binary(binary_t& v) { return done(dom_.binary(v)); }
 
@@ -179,8 +188,8 @@ void require_regular_file(const std::string& path, std::string_view what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
-    throw ConfigError(path + ": cannot open the " + std::string(what) + " (" +
-                      std::strerror(err) + ")");
+    throw ConfigError(path + ": cannot open the " + std::string(what) + " (" + std::strerror(err) +
+                      ")");
   }
   check_mode(path, what, st.st_mode);
 }
@@ -191,8 +200,8 @@ std::string read_text_file(const std::string& path, std::string_view what, size_
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    throw ConfigError(path + ": cannot open the " + std::string(what) + " (" +
-                      std::strerror(err) + ")");
+    throw ConfigError(path + ": cannot open the " + std::string(what) + " (" + std::strerror(err) +
+                      ")");
   }
   struct Closer {
     int fd;

@@ -28,6 +28,9 @@ expect_error 'deep2.json: workload.arrival\[0\].*nested deeper' predict --scenar
 printf '{"model": "moshi", "gpu": "h200", "horizon_s": 1e309}' >"$tmp/big.json"
 expect_error 'big.json: horizon_s: number 1e309 is out of range \(expected a finite number' simulate --scenario "$tmp/big.json"
 expect_error -- '--set horizon_s=1e309: number 1e309 is out of range' simulate --set horizon_s=1e309
+printf '{"model": "moshi", "gpu": "h200", "horizon_s": 1e-400}' >"$tmp/tiny.json"
+expect_error 'tiny.json: horizon_s: number 1e-400 is too small for a double and would read as 0' simulate --scenario "$tmp/tiny.json"
+expect_error -- '--set workload.deadline_s=1e-999: number 1e-999 is too small' simulate --set workload.deadline_s=1e-999
 expect_error -- '--set workload=\{"frame_period_s": -1e999\}: frame_period_s: number -1e999' predict --set 'workload={"frame_period_s": -1e999}'
 expect_error '/dev/zero: is a character device, expected the scenario file as a regular file' simulate --scenario /dev/zero
 expect_error 'is a directory, expected the scenario file' simulate --scenario "$tmp"
