@@ -549,6 +549,11 @@ std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p)
       "tests      over {:.0f} s of the scenario's traffic: no replica stalled, no call turned "
       "away, true p99 <= {:.1f} ms\n",
       base.horizon_s, base.workload.deadline() * 1e3);
+  // Candidates run windowed or unbounded KV (--kv): said where the scenario had another rule.
+  if (!base.kv_policy.window_or_unbounded()) {
+    o << fmt::format("kv_policy  the scenario's {} is replaced by each candidate's KV (--kv)\n",
+                     base.kv_policy.policy->describe());
+  }
   if (!p.best) {
     o << "best       none: no candidate meets the tests within max_replicas\n";
   } else {

@@ -319,10 +319,10 @@ std::string recommend_text(const Scenario& base, const Recommendation& r) {
                                 base.model.name, base.gpu.name, base.admission.type());
   // Each cell runs a window in place of the scenario's KV policy: said where it was another
   // bounded rule, which the table would otherwise seem to be about.
-  if (const KvPolicy& kv = *base.kv_policy.policy; kv.bounded() && !kv.window()) {
+  if (!base.kv_policy.window_or_unbounded()) {
     out +=
         fmt::format("kv_policy  the scenario's {} is replaced by each cell's window W, sinks S\n",
-                    kv.describe());
+                    base.kv_policy.policy->describe());
   }
   if (!r.quality_source.empty()) {
     out += fmt::format("quality    perplexity ratios to full attention of {}\n", r.quality_source);

@@ -69,6 +69,12 @@ struct KvPolicyConfig {
   kv::Window window() const;
   // True when each session's resident KV has a bound whatever its call's length.
   bool bounded() const { return policy->bounded(); }
+  // A sliding window or no bound at all: the rules recommend's cells and plan's candidates run in
+  // its place, which they say where it was another (a cap, a reset, segment eviction).
+  bool window_or_unbounded() const {
+    const auto w = policy->window();
+    return !policy->bounded() || (w && !w->unbounded());
+  }
 };
 
 // When callers arrive: one registered ArrivalPolicy (sim/workload/arrivals.h).

@@ -145,6 +145,12 @@ for x in c:
     assert f["true_p99_ms"] <= 80 and f["replicas_stalled"] == 0 and f["calls_rejected"] == 0, x
     assert x["one_fewer"] is None or not x["one_fewer"]["meets"], x
 PY
+# A scenario with another bounded KV rule: the plan says each candidate's KV replaces it.
+"$bin" plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 \
+  --max-replicas 2 --quiet --set 'kv_policy={"type":"context_cap","cap_tokens":2000}' >"$tmp/plan_cap.txt" 2>&1 ||
+  fail "plan over a context_cap scenario"
+grep -q "^kv_policy  the scenario's context_cap 2000 tokens is replaced by each candidate's KV (--kv)" \
+  "$tmp/plan_cap.txt" || fail "plan: no word of the replaced KV policy: $(head -c 400 "$tmp/plan_cap.txt")"
 # Over machines: shards merged print the single process's plan byte for byte (JSON and text)
 "$bin" "${plan[@]}" --kv windowed,unbounded >"$tmp/pk.json" 2>/dev/null || fail "plan --kv"
 "$bin" "${plan_text[@]}" --kv windowed,unbounded >"$tmp/pk.txt" 2>/dev/null || fail "plan --kv text"
