@@ -1181,6 +1181,11 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
                     s.workload.duration.type(), sets);
   warn_ignored_sets(warnings, j, {"admission"}, admission_policies(), s.admission.type(), sets);
   for (const auto& a : sets) {
+    if (key_of(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
+      warnings.push_back("--set " + argument_preview(a) +
+                         ": cost_model.file is ignored: the cost model is \"" + s.cost_model.type +
+                         "\" (set cost_model.type=calibrated to run on the file)");
+    }
     if (key_of(a) == "engine.exhaustion" && s.engine.scheduler == "vllm_v1") {
       warnings.push_back("--set " + argument_preview(a) +
                          ": engine.exhaustion is ignored by engine.scheduler \"vllm_v1\", which "

@@ -93,6 +93,11 @@ warns 'engine.enable_prefix_caching true is ignored by engine.scheduler "frame"'
 quiet predict --set engine.enable_prefix_caching=true --set engine.scheduler=vllm_v1
 warns 'engine.exhaustion is ignored by engine.scheduler "vllm_v1"' predict --set engine.scheduler=vllm_v1 --set engine.exhaustion=stall
 quiet predict --set engine.exhaustion=preempt_recompute
+warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predict --set cost_model.file="$src/results/calibration/tiny_cpu.json"
+cases=$((cases + 1))
+"$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set cost_model.file="$src/results/calibration/tiny_cpu.json" \
+  >/dev/null 2>"$tmp/err" || fail "predict with a calibration file"
+grep -q "cost_model.file is ignored" "$tmp/err" && fail "a calibration file a calibrated model runs on was called ignored"
 
 # --- 4. Units and meanings
 expect_error 'workload.deadline_s: expected at most 10 x frame_period_s \(10 s\), got 150: a deadline is in seconds' predict "${user[@]}" --set workload.deadline_s=150
