@@ -33,6 +33,7 @@ int run_mpi(const SweepSpec& spec, const SweepOptions& opt) {
         o.shard = s;
         o.out_dir = rank_dir(static_cast<size_t>(s.index));
         o.progress = opt.progress && s.index == 0;
+        if (s.index != 0) o.warn = nullptr;  // said once, by rank 0
         if (!run_sweep(spec, o).complete) throw std::runtime_error("not every run was written");
         return std::string();
       },
@@ -110,6 +111,7 @@ Run add_sweep(CLI::App& app) {
     if (!o->shard.empty()) opt.shard = parse_shard(o->shard);
     opt.out_dir = o->out;
     opt.progress = true;  // stderr_progress decides: terminal or not, --quiet
+    opt.warn = [](const std::string& w) { std::cerr << "metronome: warning: " << w << "\n"; };
     if (o->mpi) return run_mpi(spec, opt);
     opt.stop = &g_stop;
     const SweepOutcome r = run_sweep(spec, opt);

@@ -319,6 +319,33 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
   return a;
 }
 
+std::vector<std::string> grid_warnings(const std::vector<Scenario>& points) {
+  std::vector<std::pair<std::string, std::vector<size_t>>> seen;  // in first-seen order
+  for (size_t p = 0; p < points.size(); ++p) {
+    for (const auto& w : points[p].warnings) {
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return e.first == w; });
+      if (it == seen.end()) {
+        seen.push_back({w, {p}});
+      } else if (it->second.back() != p) {
+        it->second.push_back(p);
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [w, at] : seen) {
+    if (at.size() == points.size()) {
+      out.push_back(w);
+      continue;
+    }
+    std::string list;
+    for (size_t i = 0; i < at.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(at[i]);
+    if (at.size() > 8) list += ", ...";
+    out.push_back(fmt::format("{} (grid point{} {} of {})", w, at.size() == 1 ? "" : "s", list,
+                              points.size()));
+  }
+  return out;
+}
+
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   if (spec.seeds.empty()) throw ConfigError("sweep: no seeds (use --seeds N or --seeds a..b)");
   if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
@@ -334,6 +361,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
     points.push_back(spec.load_point(p));
     predictions.emplace_back();
     if (seed_free_schedule(points.back())) predictions.back() = predict_first_order(points.back());
+  }
+  if (o.warn && !stopped()) {
+    for (const auto& w : grid_warnings(points)) o.warn(w);
   }
   const PointCosts costs = cost_models_of(points);
   std::vector<int64_t> mine;

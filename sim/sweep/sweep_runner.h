@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct SweepOptions {
   std::string out_dir;
   bool progress = false;                    // progress on stderr (base/progress.h)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): take no new runs, finish, close
+  // Receives each distinct warning of the grid's scenarios once, before any run, naming the grid
+  // points it concerns where not all (Scenario::warnings).
+  std::function<void(const std::string&)> warn;
 };
 
 struct SweepOutcome {
@@ -35,6 +39,9 @@ struct SweepOutcome {
 };
 
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options);
+
+// The grid points' warnings, each once, with the points it concerns where not every one.
+std::vector<std::string> grid_warnings(const std::vector<Scenario>& points);
 
 // Combines shard output directories into `out_dir`, exactly as one process would have written it.
 // Throws ConfigError when the shards come from different sweeps, overlap, or leave runs missing.

@@ -93,6 +93,9 @@ warns 'engine.enable_prefix_caching true is ignored by engine.scheduler "frame"'
 quiet predict --set engine.enable_prefix_caching=true --set engine.scheduler=vllm_v1
 warns 'engine.exhaustion is ignored by engine.scheduler "vllm_v1"' predict --set engine.scheduler=vllm_v1 --set engine.exhaustion=stall
 quiet predict --set engine.exhaustion=preempt_recompute
+# sweep says its grid's warnings once, naming the points where not all have them
+warns 'engine.max_num_batched_tokens 100 is ignored by engine.scheduler "frame"' sweep --set engine.max_num_batched_tokens=100 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn1"
+warns 'kv_policy.window_tokens is ignored: .* \(grid point 0 of 2\)$' sweep --grid kv_policy.type=unbounded,windowed --set kv_policy.window_tokens=300 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn2"
 warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predict --set cost_model.file="$src/results/calibration/tiny_cpu.json"
 cases=$((cases + 1))
 "$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set cost_model.file="$src/results/calibration/tiny_cpu.json" \
