@@ -19,6 +19,8 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
+#include "sim/fleet/gateway.h"
+#include "sim/fleet/router.h"
 #include "sim/scheduler/step_scheduler.h"
 
 namespace metronome {
@@ -1094,6 +1096,46 @@ void warn_ignored_sets(std::vector<std::string>& out, const nlohmann::json& j,
   }
 }
 
+// The --set assignments a fleet group's own section hides from its replicas: the group's model,
+// gpu or kv_policy replaces the scenario's, and its engine fields patch the scenario's engine
+// (fleet_config.cpp).
+void warn_shadowed_sets(std::vector<std::string>& out, const nlohmann::json& j,
+                        const std::vector<std::string>& sets) {
+  const auto fleet = j.find("fleet");
+  if (fleet == j.end() || !fleet->is_object() || !fleet->contains("groups")) return;
+  const nlohmann::json& groups = (*fleet)["groups"];
+  if (!groups.is_array()) return;
+  for (const auto& a : sets) {
+    const std::string k = key_of(a);
+    const size_t dot = k.find('.');
+    const std::string top = k.substr(0, dot);
+    if (std::ranges::find(kGroupOverrides, top) == std::end(kGroupOverrides)) continue;
+    std::string field = dot == std::string::npos ? "" : k.substr(dot + 1);
+    field = field.substr(0, field.find('.'));
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const nlohmann::json& g = groups[i];
+      if (!g.is_object() || !g.contains(top) || !g[top].is_object()) continue;
+      if (top == "engine" && !field.empty()) {
+        // The group's engine hides the field under either of its names.
+        std::string alias;
+        for (const auto& [x, y] : {std::pair{"num_gpu_blocks", "num_blocks"},
+                                   {"max_num_seqs", "max_sessions_per_step"}}) {
+          if (field == x) alias = y;
+          if (field == y) alias = x;
+        }
+        if (!g[top].contains(field) && (alias.empty() || !g[top].contains(alias))) continue;
+      }
+      const std::string name = g.contains("name") && g["name"].is_string()
+                                   ? g["name"].get<std::string>()
+                                   : "group" + std::to_string(i);
+      out.push_back(fmt::format(
+          "--set {}: fleet.groups[{}] ({}) sets its own {}, which its replicas run instead",
+          argument_preview(a), i, name,
+          top == "engine" && !field.empty() ? "engine." + field : top));
+    }
+  }
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
@@ -1180,6 +1222,13 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   warn_ignored_sets(warnings, j, {"workload", "duration"}, duration_policies(),
                     s.workload.duration.type(), sets);
   warn_ignored_sets(warnings, j, {"admission"}, admission_policies(), s.admission.type(), sets);
+  if (s.fleet) {
+    warn_ignored_sets(warnings, j, {"fleet", "router"}, router_policies(), s.fleet->router->type(),
+                      sets);
+    warn_ignored_sets(warnings, j, {"fleet", "gateway"}, gateway_policies(),
+                      s.fleet->gateway->type(), sets);
+    warn_shadowed_sets(warnings, j, sets);
+  }
   for (const auto& a : sets) {
     if (key_of(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
       warnings.push_back("--set " + argument_preview(a) +

@@ -227,6 +227,24 @@ for cmd in capacity recommend predict "sweep --out $tmp/sweep"; do
   expect_error "moshi_h200_fleet.json: fleet: .metronome ${cmd%% *}. answers for one engine, and this scenario is a fleet of 8 replicas.*metronome plan" \
     $cmd --scenario "$src/scenarios/fleet/moshi_h200_fleet.json"
 done
+# A --set that cannot reach the replicas says so: a router or gateway field of another type, or a
+# field a group sets for its own replicas.
+cases=$((cases + 1))
+fleet=(--scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set horizon_s=2)
+"$bin" simulate "${fleet[@]}" --set fleet.router.by=free_blocks --set fleet.gateway.rate_per_s=0.1 \
+  --out "$tmp/fleet_ignored" >/dev/null 2>"$tmp/err" || fail "simulate with ignored fleet --sets"
+grep -q 'fleet.router.by is ignored: it belongs to fleet.router.type "p2c", and the type is "least_sessions"' "$tmp/err" &&
+  grep -q 'fleet.gateway.rate_per_s is ignored: it belongs to fleet.gateway.type "token_bucket"' "$tmp/err" ||
+  fail "ignored router/gateway --sets unsaid: $(cat "$tmp/err")"
+$py -c 'import json, sys; s = json.load(open(sys.argv[1])); s["fleet"]["groups"][0]["kv_policy"] = {"type": "windowed", "window_tokens": 480, "sink_tokens": 16}; s["fleet"]["groups"][0]["engine"] = {"num_gpu_blocks": 3000}; json.dump(s, open(sys.argv[2], "w"))' \
+  "$src/scenarios/fleet/moshi_h200_fleet.json" "$tmp/fleet_group.json"
+cases=$((cases + 1))
+"$bin" simulate --scenario "$tmp/fleet_group.json" --set horizon_s=2 --set engine.num_blocks=500 \
+  --set kv_policy.type=unbounded --set engine.block_size=32 --out "$tmp/fleet_shadow" >/dev/null 2>"$tmp/err" ||
+  fail "simulate with shadowed --sets"
+grep -q 'engine.num_blocks=500: fleet.groups\[0\] (h200) sets its own engine.num_blocks, which its replicas run instead' "$tmp/err" &&
+  grep -q 'kv_policy.type=unbounded: fleet.groups\[0\] (h200) sets its own kv_policy' "$tmp/err" &&
+  ! grep -q 'block_size' "$tmp/err" || fail "shadowed --sets: $(cat "$tmp/err")"
 # --set fleet=null, as that message says, runs it on one engine: the fleet's traffic on one H200.
 "$bin" predict --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set fleet=null --json >"$tmp/one.json" ||
   fail "predict --set fleet=null"
