@@ -1230,6 +1230,19 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     warn_shadowed_sets(warnings, j, sets);
   }
   for (const auto& a : sets) {
+    // The GPU's datasheet prices steps only in the roofline models, and its fitted correction
+    // only in corrected_roofline.
+    const std::string k = key_of(a);
+    const std::string& cost = s.cost_model.type;
+    const bool datasheet = k == "gpu.memory_bandwidth_bytes_per_s" || k == "gpu.bf16_flops";
+    const bool correction = k.starts_with("gpu.roofline_correction");
+    if ((datasheet && (cost == "calibrated" || cost == "fixed")) ||
+        (correction && cost != "corrected_roofline")) {
+      warnings.push_back(
+          "--set " + argument_preview(a) + ": " + k + " is ignored: the cost model is \"" + cost +
+          "\", which does not price " + "steps from it" +
+          (cost == "calibrated" ? " (it reads measured step times from its file)" : ""));
+    }
     if (key_of(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
       warnings.push_back("--set " + argument_preview(a) +
                          ": cost_model.file is ignored: the cost model is \"" + s.cost_model.type +

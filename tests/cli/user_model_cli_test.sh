@@ -97,6 +97,9 @@ quiet predict --set engine.exhaustion=preempt_recompute
 warns 'engine.max_num_batched_tokens 100 is ignored by engine.scheduler "frame"' sweep --set engine.max_num_batched_tokens=100 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn1"
 warns 'kv_policy.window_tokens is ignored: .* \(grid point 0 of 2\)$' sweep --grid kv_policy.type=unbounded,windowed --set kv_policy.window_tokens=300 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn2"
 warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predict --set cost_model.file="$src/results/calibration/tiny_cpu.json"
+warns 'gpu.bf16_flops is ignored: the cost model is "calibrated", which does not price steps from it' predict --set gpu=h100 --set model=llama-2-7b --set gpu.bf16_flops=1e14
+warns 'gpu.roofline_correction.flops_fraction is ignored: the cost model is "roofline"' predict --set cost_model.type=roofline --set gpu.roofline_correction.flops_fraction=0.5
+quiet predict --set gpu.bf16_flops=1e15
 cases=$((cases + 1))
 "$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set cost_model.file="$src/results/calibration/tiny_cpu.json" \
   >/dev/null 2>"$tmp/err" || fail "predict with a calibration file"
