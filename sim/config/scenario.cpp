@@ -342,6 +342,7 @@ const ConfigFields<EngineConfig>& engine_fields() {
          if (e.has("num_gpu_blocks") && e.has("num_blocks")) {
            e.fail("num_gpu_blocks", "only one of num_gpu_blocks and its alias num_blocks");
          }
+         e.raw("num_gpu_blocks");  // null: no count, as absent (--set engine.num_gpu_blocks=null)
          c.num_blocks = e.has("num_gpu_blocks") ? e.optional_integer("num_gpu_blocks", 1, kMaxCount)
                                                 : e.optional_integer("num_blocks", 1, kMaxCount);
        },
@@ -1242,6 +1243,13 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
           "--set " + argument_preview(a) + ": " + k + " is ignored: the cost model is \"" + cost +
           "\", which does not price " + "steps from it" +
           (cost == "calibrated" ? " (it reads measured step times from its file)" : ""));
+    }
+    if ((k == "engine.gpu_memory_utilization" || k == "engine.activation_reserve_bytes") &&
+        s.engine.num_blocks) {
+      warnings.push_back(fmt::format(
+          "--set {}: {} is ignored: engine.num_gpu_blocks fixes the pool at {} blocks (--set "
+          "engine.num_gpu_blocks=null to size it from the GPU's memory)",
+          argument_preview(a), k, *s.engine.num_blocks));
     }
     if (key_of(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
       warnings.push_back("--set " + argument_preview(a) +

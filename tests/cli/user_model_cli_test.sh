@@ -100,6 +100,12 @@ warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predi
 warns 'gpu.bf16_flops is ignored: the cost model is "calibrated", which does not price steps from it' predict --set gpu=h100 --set model=llama-2-7b --set gpu.bf16_flops=1e14
 warns 'gpu.roofline_correction.flops_fraction is ignored: the cost model is "roofline"' predict --set cost_model.type=roofline --set gpu.roofline_correction.flops_fraction=0.5
 quiet predict --set gpu.bf16_flops=1e15
+warns 'engine.gpu_memory_utilization is ignored: engine.num_gpu_blocks fixes the pool at 8000 blocks' predict --set engine.num_gpu_blocks=8000 --set engine.gpu_memory_utilization=0.5
+quiet predict --set engine.gpu_memory_utilization=0.5
+# ... and null, as that warning says, drops a file's count: the pool is sized from memory again
+"$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set engine.num_gpu_blocks=null --json >"$tmp/nb.json" 2>/dev/null ||
+  fail "--set engine.num_gpu_blocks=null"
+grep -q '"num_blocks_overridden": false' "$tmp/nb.json" || fail "num_gpu_blocks=null kept the count: $(head -c 300 "$tmp/nb.json")"
 cases=$((cases + 1))
 "$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set cost_model.file="$src/results/calibration/tiny_cpu.json" \
   >/dev/null 2>"$tmp/err" || fail "predict with a calibration file"
