@@ -1049,6 +1049,39 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
           "); --set workload.kv_tokens_per_frame=N to state another count");
     }
   }
+  // A resolved scenario.json states engine.silence_after_s, resolved from its own deadline: a new
+  // deadline would otherwise leave the padding at the old one. It follows where it was that.
+  bool deadline_set = false, silence_set = false;
+  for (const auto& a : sets) {
+    const std::string k = key_of(a);
+    deadline_set = deadline_set || k == "workload.deadline_s" || k == "workload.frame_period_s" ||
+                   k == "workload";
+    silence_set = silence_set || k == "engine.silence_after_s" || k == "engine";
+  }
+  const auto number_at = [](const nlohmann::json& x, const char* section, const char* key) {
+    const auto sec = x.find(section);
+    if (sec == x.end() || !sec->is_object()) return std::optional<double>();
+    const auto v = sec->find(key);
+    return v != sec->end() && v->is_number() ? std::optional<double>(v->get<double>())
+                                             : std::optional<double>();
+  };
+  if (deadline_set && !silence_set) {
+    const auto silence = number_at(base, "engine", "silence_after_s");
+    const auto old_deadline = number_at(base, "workload", "deadline_s")
+                                  ? number_at(base, "workload", "deadline_s")
+                                  : number_at(base, "workload", "frame_period_s");
+    const auto new_deadline = number_at(j, "workload", "deadline_s")
+                                  ? number_at(j, "workload", "deadline_s")
+                                  : number_at(j, "workload", "frame_period_s");
+    if (silence && old_deadline && *silence == *old_deadline && new_deadline &&
+        *new_deadline != *old_deadline) {
+      j["engine"].erase("silence_after_s");
+      warnings.push_back(fmt::format(
+          "engine.silence_after_s {:g} s from the scenario file was its deadline, and follows the "
+          "new deadline ({:g} s); --set engine.silence_after_s=S to pad at another time",
+          *silence, *new_deadline));
+    }
+  }
   // The name's caller count (or, without one, the arrival type) and KV policy follow the --sets,
   // replaced where the name spells them as a dash-separated token; the comment says what changed.
   std::string changed;

@@ -93,6 +93,11 @@ warns 'engine.enable_prefix_caching true is ignored by engine.scheduler "frame"'
 quiet predict --set engine.enable_prefix_caching=true --set engine.scheduler=vllm_v1
 warns 'engine.exhaustion is ignored by engine.scheduler "vllm_v1"' predict --set engine.scheduler=vllm_v1 --set engine.exhaustion=stall
 quiet predict --set engine.exhaustion=preempt_recompute
+# A resolved scenario.json states silence_after_s (its deadline): a new deadline moves it along.
+"$bin" simulate --set horizon_s=5 --out "$tmp/resolved_run" >/dev/null 2>&1 || fail "simulate --out"
+warns 'engine.silence_after_s 0.08 s from the scenario file was its deadline, and follows the new deadline \(0.06 s\)' simulate --scenario "$tmp/resolved_run/scenario.json" --set workload.deadline_s=0.06 --set horizon_s=5 --out "$tmp/resolved_rerun"
+grep -q '"silence_after_s": 0.06' "$tmp/resolved_rerun/scenario.json" || fail "silence_after_s did not follow the deadline"
+quiet simulate --scenario "$tmp/resolved_run/scenario.json" --set workload.deadline_s=0.06 --set engine.silence_after_s=0.08 --set horizon_s=5 --out "$tmp/resolved_rerun2"
 # sweep says its grid's warnings once, naming the points where not all have them
 warns 'engine.max_num_batched_tokens 100 is ignored by engine.scheduler "frame"' sweep --set engine.max_num_batched_tokens=100 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn1"
 warns 'kv_policy.window_tokens is ignored: .* \(grid point 0 of 2\)$' sweep --grid kv_policy.type=unbounded,windowed --set kv_policy.window_tokens=300 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn2"
