@@ -1284,6 +1284,15 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
           "engine.num_gpu_blocks=null to size it from the GPU's memory)",
           argument_preview(a), k, *s.engine.num_blocks));
     }
+    if ((k == "model.tie_word_embeddings" || k == "model.attention_bias") && j.contains("model") &&
+        j["model"].is_object() && j["model"].contains("weight_bytes") &&
+        !j["model"]["weight_bytes"].is_null()) {
+      warnings.push_back(fmt::format(
+          "--set {}: {} is ignored: it counts weights only where they are derived from the "
+          "shapes, and model {} states weight_bytes (--set model.weight_bytes=null to derive "
+          "them)",
+          argument_preview(a), k, s.model.name));
+    }
     if (key_of(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
       warnings.push_back("--set " + argument_preview(a) +
                          ": cost_model.file is ignored: the cost model is \"" + s.cost_model.type +

@@ -107,6 +107,8 @@ warns 'gpu.roofline_correction.flops_fraction is ignored: the cost model is "roo
 quiet predict --set gpu.bf16_flops=1e15
 warns 'engine.gpu_memory_utilization is ignored: engine.num_gpu_blocks fixes the pool at 8000 blocks' predict --set engine.num_gpu_blocks=8000 --set engine.gpu_memory_utilization=0.5
 quiet predict --set engine.gpu_memory_utilization=0.5
+warns 'model.tie_word_embeddings is ignored: it counts weights only where they are derived from the shapes, and model moshi states weight_bytes' predict --set model.tie_word_embeddings=true
+quiet predict --set model.tie_word_embeddings=true --set model.weight_bytes=null
 # ... and null, as that warning says, drops a file's count: the pool is sized from memory again
 "$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set engine.num_gpu_blocks=null --json >"$tmp/nb.json" 2>/dev/null ||
   fail "--set engine.num_gpu_blocks=null"
