@@ -16,11 +16,10 @@
 #include "sim/config/config_field.h"
 #include "sim/config/config_limits.h"
 #include "sim/config/hf_config.h"
+#include "sim/config/unused_sets.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
-#include "sim/fleet/gateway.h"
-#include "sim/fleet/router.h"
 #include "sim/scheduler/step_scheduler.h"
 
 namespace metronome {
@@ -929,10 +928,6 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
 
 namespace {
 
-std::string key_of(const std::string& assignment) {
-  return assignment.substr(0, std::min(assignment.find('='), assignment.size()));
-}
-
 std::string description_name(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_object()) return "";
@@ -1028,7 +1023,7 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
   std::vector<std::string> warnings;
   bool tokens_set = false, kv_set = false;
   for (const auto& a : sets) {
-    const std::string k = key_of(a);
+    const std::string k = set_key(a);
     tokens_set = tokens_set || k == "workload.input_tokens_per_frame" ||
                  k == "workload.output_tokens_per_frame" || k == "workload";
     kv_set = kv_set || k == "workload.kv_tokens_per_frame" ||
@@ -1053,7 +1048,7 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
   // deadline would otherwise leave the padding at the old one. It follows where it was that.
   bool deadline_set = false, silence_set = false;
   for (const auto& a : sets) {
-    const std::string k = key_of(a);
+    const std::string k = set_key(a);
     deadline_set = deadline_set || k == "workload.deadline_s" || k == "workload.frame_period_s" ||
                    k == "workload";
     silence_set = silence_set || k == "engine.silence_after_s" || k == "engine";
@@ -1104,72 +1099,6 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
   return warnings;
 }
 
-// The --set assignments of a key that the policy section at `path` keeps for another type
-// (PolicyRegistry::ignored_keys): `--set kv_policy.window_tokens=256` on an unbounded scenario does
-// nothing, and must not look applied. Keys a file keeps for another type, ready for a `--set
-// kv_policy.type=...` flip, are the file's business.
-template <class Policy>
-void warn_ignored_sets(std::vector<std::string>& out, const nlohmann::json& j,
-                       const std::vector<std::string>& path, const PolicyRegistry<Policy>& registry,
-                       const std::string& type, const std::vector<std::string>& sets) {
-  const nlohmann::json* section = &j;
-  std::string dotted;
-  for (const auto& key : path) {
-    if (!section->is_object() || !section->contains(key)) return;
-    section = &(*section)[key];
-    dotted += (dotted.empty() ? "" : ".") + key;
-  }
-  for (const auto& [key, reader] : registry.ignored_keys(*section, type)) {
-    for (const auto& a : sets) {
-      const std::string k = key_of(a);
-      if (k != dotted && k != dotted + "." + key) continue;
-      out.push_back(fmt::format(
-          "--set {0}: {1}.{2} is ignored: it belongs to {1}.type \"{3}\", and the type is \"{4}\"",
-          argument_preview(a), dotted, key, reader, type));
-    }
-  }
-}
-
-// The --set assignments a fleet group's own section hides from its replicas: the group's model,
-// gpu or kv_policy replaces the scenario's, and its engine fields patch the scenario's engine
-// (fleet_config.cpp).
-void warn_shadowed_sets(std::vector<std::string>& out, const nlohmann::json& j,
-                        const std::vector<std::string>& sets) {
-  const auto fleet = j.find("fleet");
-  if (fleet == j.end() || !fleet->is_object() || !fleet->contains("groups")) return;
-  const nlohmann::json& groups = (*fleet)["groups"];
-  if (!groups.is_array()) return;
-  for (const auto& a : sets) {
-    const std::string k = key_of(a);
-    const size_t dot = k.find('.');
-    const std::string top = k.substr(0, dot);
-    if (std::ranges::find(kGroupOverrides, top) == std::end(kGroupOverrides)) continue;
-    std::string field = dot == std::string::npos ? "" : k.substr(dot + 1);
-    field = field.substr(0, field.find('.'));
-    for (size_t i = 0; i < groups.size(); ++i) {
-      const nlohmann::json& g = groups[i];
-      if (!g.is_object() || !g.contains(top) || !g[top].is_object()) continue;
-      if (top == "engine" && !field.empty()) {
-        // The group's engine hides the field under either of its names.
-        std::string alias;
-        for (const auto& [x, y] : {std::pair{"num_gpu_blocks", "num_blocks"},
-                                   {"max_num_seqs", "max_sessions_per_step"}}) {
-          if (field == x) alias = y;
-          if (field == y) alias = x;
-        }
-        if (!g[top].contains(field) && (alias.empty() || !g[top].contains(alias))) continue;
-      }
-      const std::string name = g.contains("name") && g["name"].is_string()
-                                   ? g["name"].get<std::string>()
-                                   : "group" + std::to_string(i);
-      out.push_back(fmt::format(
-          "--set {}: fleet.groups[{}] ({}) sets its own {}, which its replicas run instead",
-          argument_preview(a), i, name,
-          top == "engine" && !field.empty() ? "engine." + field : top));
-    }
-  }
-}
-
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
@@ -1181,14 +1110,14 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   std::vector<std::string> ordered;
   bool name_set = false, comment_set = false;
   for (const auto& a : sets) {
-    const std::string k = key_of(a);
+    const std::string k = set_key(a);
     if (k == "model" || k == "gpu") ordered.push_back(a);
     name_set = name_set || k == "name";
     comment_set = comment_set || k == "comment";
   }
   const size_t swaps = ordered.size();
   for (const auto& a : sets) {
-    const std::string k = key_of(a);
+    const std::string k = set_key(a);
     if (k != "model" && k != "gpu") ordered.push_back(a);
   }
   // max_num_seqs and max_sessions_per_step name one field: a --set of either replaces what the
@@ -1196,9 +1125,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   std::string batch_cap_set;
   std::string kv_bytes_set;
   for (const auto& a : ordered) {
-    const std::string k = key_of(a);
+    const std::string k = set_key(a);
     if (k == "engine.max_num_seqs" || k == "engine.max_sessions_per_step") {
-      if (!batch_cap_set.empty() && key_of(batch_cap_set) != k) {
+      if (!batch_cap_set.empty() && set_key(batch_cap_set) != k) {
         throw ConfigError("--set " + argument_preview(a) +
                           ": engine.max_num_seqs was already given as --set " +
                           argument_preview(batch_cap_set) +
@@ -1219,7 +1148,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   std::vector<std::pair<std::string, std::string>> swapped;
   for (size_t i = 0; i < ordered.size(); ++i) {
     if (i == swaps) follow_swaps(j, swapped, name_set, comment_set);
-    const std::string k = key_of(ordered[i]);
+    const std::string k = set_key(ordered[i]);
     const std::string before = description_name(j, k.c_str());
     apply_set(j, ordered[i], base_dir_of(path));
     if (i < swaps) swapped.emplace_back(before, description_name(j, k.c_str()));
@@ -1250,61 +1179,8 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     }
   }
   Scenario s = parse_scenario(j, source);
-  warn_ignored_sets(warnings, j, {"kv_policy"}, kv_policies(), s.kv_policy.type(), sets);
-  warn_ignored_sets(warnings, j, {"workload", "arrival"}, arrival_policies(),
-                    s.workload.arrival.type(), sets);
-  warn_ignored_sets(warnings, j, {"workload", "duration"}, duration_policies(),
-                    s.workload.duration.type(), sets);
-  warn_ignored_sets(warnings, j, {"admission"}, admission_policies(), s.admission.type(), sets);
-  if (s.fleet) {
-    warn_ignored_sets(warnings, j, {"fleet", "router"}, router_policies(), s.fleet->router->type(),
-                      sets);
-    warn_ignored_sets(warnings, j, {"fleet", "gateway"}, gateway_policies(),
-                      s.fleet->gateway->type(), sets);
-    warn_shadowed_sets(warnings, j, sets);
-  }
-  for (const auto& a : sets) {
-    // The GPU's datasheet prices steps only in the roofline models, and its fitted correction
-    // only in corrected_roofline.
-    const std::string k = key_of(a);
-    const std::string& cost = s.cost_model.type;
-    const bool datasheet = k == "gpu.memory_bandwidth_bytes_per_s" || k == "gpu.bf16_flops";
-    const bool correction = k.starts_with("gpu.roofline_correction");
-    if ((datasheet && (cost == "calibrated" || cost == "fixed")) ||
-        (correction && cost != "corrected_roofline")) {
-      warnings.push_back(
-          "--set " + argument_preview(a) + ": " + k + " is ignored: the cost model is \"" + cost +
-          "\", which does not price " + "steps from it" +
-          (cost == "calibrated" ? " (it reads measured step times from its file)" : ""));
-    }
-    if ((k == "engine.gpu_memory_utilization" || k == "engine.activation_reserve_bytes") &&
-        s.engine.num_blocks) {
-      warnings.push_back(fmt::format(
-          "--set {}: {} is ignored: engine.num_gpu_blocks fixes the pool at {} blocks (--set "
-          "engine.num_gpu_blocks=null to size it from the GPU's memory)",
-          argument_preview(a), k, *s.engine.num_blocks));
-    }
-    if ((k == "model.tie_word_embeddings" || k == "model.attention_bias") && j.contains("model") &&
-        j["model"].is_object() && j["model"].contains("weight_bytes") &&
-        !j["model"]["weight_bytes"].is_null()) {
-      warnings.push_back(fmt::format(
-          "--set {}: {} is ignored: it counts weights only where they are derived from the "
-          "shapes, and model {} states weight_bytes (--set model.weight_bytes=null to derive "
-          "them)",
-          argument_preview(a), k, s.model.name));
-    }
-    if (key_of(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
-      warnings.push_back("--set " + argument_preview(a) +
-                         ": cost_model.file is ignored: the cost model is \"" + s.cost_model.type +
-                         "\" (set cost_model.type=calibrated to run on the file)");
-    }
-    if (key_of(a) == "engine.exhaustion" && s.engine.scheduler == "vllm_v1") {
-      warnings.push_back("--set " + argument_preview(a) +
-                         ": engine.exhaustion is ignored by engine.scheduler \"vllm_v1\", which "
-                         "preempts the last running request and recomputes it later, as vLLM "
-                         "does (the frame scheduler runs the exhaustion policies)");
-    }
-  }
+  const std::vector<std::string> unused = unused_set_warnings(s, j, sets);
+  warnings.insert(warnings.end(), unused.begin(), unused.end());
   s.warnings.insert(s.warnings.begin(), warnings.begin(), warnings.end());
   return s;
 }

@@ -1,0 +1,153 @@
+#include "sim/config/unused_sets.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/json_file.h"
+#include "sim/admission/admission_policy.h"
+#include "sim/fleet/fleet_config.h"
+#include "sim/fleet/gateway.h"
+#include "sim/fleet/router.h"
+#include "sim/kv_policy/kv_policy.h"
+#include "sim/workload/arrivals.h"
+#include "sim/workload/durations.h"
+
+namespace metronome {
+
+std::string set_key(const std::string& assignment) {
+  return assignment.substr(0, std::min(assignment.find('='), assignment.size()));
+}
+
+namespace {
+
+// The --set assignments of a key that the policy section at `path` keeps for another type
+// (PolicyRegistry::ignored_keys): `--set kv_policy.window_tokens=256` on an unbounded scenario does
+// nothing, and must not look applied. Keys a file keeps for another type, ready for a `--set
+// kv_policy.type=...` flip, are the file's business.
+template <class Policy>
+void warn_ignored_sets(std::vector<std::string>& out, const nlohmann::json& j,
+                       const std::vector<std::string>& path, const PolicyRegistry<Policy>& registry,
+                       const std::string& type, const std::vector<std::string>& sets) {
+  const nlohmann::json* section = &j;
+  std::string dotted;
+  for (const auto& key : path) {
+    if (!section->is_object() || !section->contains(key)) return;
+    section = &(*section)[key];
+    dotted += (dotted.empty() ? "" : ".") + key;
+  }
+  for (const auto& [key, reader] : registry.ignored_keys(*section, type)) {
+    for (const auto& a : sets) {
+      const std::string k = set_key(a);
+      if (k != dotted && k != dotted + "." + key) continue;
+      out.push_back(fmt::format(
+          "--set {0}: {1}.{2} is ignored: it belongs to {1}.type \"{3}\", and the type is \"{4}\"",
+          argument_preview(a), dotted, key, reader, type));
+    }
+  }
+}
+
+// The --set assignments a fleet group's own section hides from its replicas: the group's model,
+// gpu or kv_policy replaces the scenario's, and its engine fields patch the scenario's engine
+// (fleet_config.cpp).
+void warn_shadowed_sets(std::vector<std::string>& out, const nlohmann::json& j,
+                        const std::vector<std::string>& sets) {
+  const auto fleet = j.find("fleet");
+  if (fleet == j.end() || !fleet->is_object() || !fleet->contains("groups")) return;
+  const nlohmann::json& groups = (*fleet)["groups"];
+  if (!groups.is_array()) return;
+  for (const auto& a : sets) {
+    const std::string k = set_key(a);
+    const size_t dot = k.find('.');
+    const std::string top = k.substr(0, dot);
+    if (std::ranges::find(kGroupOverrides, top) == std::end(kGroupOverrides)) continue;
+    std::string field = dot == std::string::npos ? "" : k.substr(dot + 1);
+    field = field.substr(0, field.find('.'));
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const nlohmann::json& g = groups[i];
+      if (!g.is_object() || !g.contains(top) || !g[top].is_object()) continue;
+      if (top == "engine" && !field.empty()) {
+        // The group's engine hides the field under either of its names.
+        std::string alias;
+        for (const auto& [x, y] : {std::pair{"num_gpu_blocks", "num_blocks"},
+                                   {"max_num_seqs", "max_sessions_per_step"}}) {
+          if (field == x) alias = y;
+          if (field == y) alias = x;
+        }
+        if (!g[top].contains(field) && (alias.empty() || !g[top].contains(alias))) continue;
+      }
+      const std::string name = g.contains("name") && g["name"].is_string()
+                                   ? g["name"].get<std::string>()
+                                   : "group" + std::to_string(i);
+      out.push_back(fmt::format(
+          "--set {}: fleet.groups[{}] ({}) sets its own {}, which its replicas run instead",
+          argument_preview(a), i, name,
+          top == "engine" && !field.empty() ? "engine." + field : top));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::json& j,
+                                             const std::vector<std::string>& sets) {
+  std::vector<std::string> out;
+  warn_ignored_sets(out, j, {"kv_policy"}, kv_policies(), s.kv_policy.type(), sets);
+  warn_ignored_sets(out, j, {"workload", "arrival"}, arrival_policies(), s.workload.arrival.type(),
+                    sets);
+  warn_ignored_sets(out, j, {"workload", "duration"}, duration_policies(),
+                    s.workload.duration.type(), sets);
+  warn_ignored_sets(out, j, {"admission"}, admission_policies(), s.admission.type(), sets);
+  if (s.fleet) {
+    warn_ignored_sets(out, j, {"fleet", "router"}, router_policies(), s.fleet->router->type(),
+                      sets);
+    warn_ignored_sets(out, j, {"fleet", "gateway"}, gateway_policies(), s.fleet->gateway->type(),
+                      sets);
+    warn_shadowed_sets(out, j, sets);
+  }
+  for (const auto& a : sets) {
+    // The GPU's datasheet prices steps only in the roofline models, and its fitted correction
+    // only in corrected_roofline.
+    const std::string k = set_key(a);
+    const std::string& cost = s.cost_model.type;
+    const bool datasheet = k == "gpu.memory_bandwidth_bytes_per_s" || k == "gpu.bf16_flops";
+    const bool correction = k.starts_with("gpu.roofline_correction");
+    if ((datasheet && (cost == "calibrated" || cost == "fixed")) ||
+        (correction && cost != "corrected_roofline")) {
+      out.push_back("--set " + argument_preview(a) + ": " + k +
+                    " is ignored: the cost model is \"" + cost + "\", which does not price " +
+                    "steps from it" +
+                    (cost == "calibrated" ? " (it reads measured step times from its file)" : ""));
+    }
+    if ((k == "engine.gpu_memory_utilization" || k == "engine.activation_reserve_bytes") &&
+        s.engine.num_blocks) {
+      out.push_back(fmt::format(
+          "--set {}: {} is ignored: engine.num_gpu_blocks fixes the pool at {} blocks (--set "
+          "engine.num_gpu_blocks=null to size it from the GPU's memory)",
+          argument_preview(a), k, *s.engine.num_blocks));
+    }
+    if ((k == "model.tie_word_embeddings" || k == "model.attention_bias") && j.contains("model") &&
+        j["model"].is_object() && j["model"].contains("weight_bytes") &&
+        !j["model"]["weight_bytes"].is_null()) {
+      out.push_back(fmt::format(
+          "--set {}: {} is ignored: it counts weights only where they are derived from the "
+          "shapes, and model {} states weight_bytes (--set model.weight_bytes=null to derive "
+          "them)",
+          argument_preview(a), k, s.model.name));
+    }
+    if (set_key(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
+      out.push_back("--set " + argument_preview(a) +
+                    ": cost_model.file is ignored: the cost model is \"" + s.cost_model.type +
+                    "\" (set cost_model.type=calibrated to run on the file)");
+    }
+    if (set_key(a) == "engine.exhaustion" && s.engine.scheduler == "vllm_v1") {
+      out.push_back("--set " + argument_preview(a) +
+                    ": engine.exhaustion is ignored by engine.scheduler \"vllm_v1\", which "
+                    "preempts the last running request and recomputes it later, as vLLM "
+                    "does (the frame scheduler runs the exhaustion policies)");
+    }
+  }
+  return out;
+}
+
+}  // namespace metronome
