@@ -101,7 +101,12 @@ quiet simulate --scenario "$tmp/resolved_run/scenario.json" --set workload.deadl
 # sweep says its grid's warnings once, naming the points where not all have them
 warns 'engine.max_num_batched_tokens 100 is ignored by engine.scheduler "frame"' sweep --set engine.max_num_batched_tokens=100 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn1"
 warns 'kv_policy.window_tokens is ignored: .* \(grid point 0 of 2\)$' sweep --grid kv_policy.type=unbounded,windowed --set kv_policy.window_tokens=300 --set horizon_s=5 --seeds 1 --quiet --out "$tmp/sweep_warn2"
-warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predict --set cost_model.file="$src/results/calibration/tiny_cpu.json"
+warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predict --set cost_model.type=corrected_roofline --set cost_model.file="$src/results/calibration/tiny_cpu.json"
+# under "auto" a given file is the one run on
+"$bin" predict --set model=tiny --set engine.num_gpu_blocks=256 --set cost_model.file="$src/results/calibration/tiny_cpu.json" \
+  --json >"$tmp/auto_file.json" 2>/dev/null || fail "predict, auto with a file"
+grep -q '"cost_model_chosen": "calibrated (cost_model.file tiny_cpu.json, given under \\"auto\\")"' "$tmp/auto_file.json" ||
+  fail "auto with a file did not choose it: $(grep cost_model "$tmp/auto_file.json" | head -3)"
 warns 'gpu.bf16_flops is ignored: the cost model is "calibrated", which does not price steps from it' predict --set gpu=h100 --set model=llama-2-7b --set gpu.bf16_flops=1e14
 warns 'gpu.roofline_correction.flops_fraction is ignored: the cost model is "roofline"' predict --set cost_model.type=roofline --set gpu.roofline_correction.flops_fraction=0.5
 quiet predict --set gpu.bf16_flops=1e15
