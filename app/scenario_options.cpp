@@ -8,6 +8,7 @@
 #include "sim/closed_form/service_rate.h"
 #include "sim/cost/cost_model.h"
 #include "sim/fleet/fleet_config.h"
+#include "sim/pool/pool_sizing.h"
 
 namespace metronome::cli {
 
@@ -26,10 +27,36 @@ void ScenarioOptions::add_to(CLI::App& app) {
   app.add_flag("--json", json, "Print the JSON result to stdout instead of a short summary");
 }
 
+namespace {
+
+// An explicit pool (vLLM's logged count) larger than the memory the GPU leaves for KV: a count
+// from another setup, or a model or GPU that is not the server's. The run would hold more KV than
+// the card could.
+void warn_oversized_pool(Scenario& s) {
+  if (s.fleet || !s.engine.num_blocks) return;
+  PoolSizing p;
+  try {
+    p = size_pool(s);
+  } catch (const ConfigError&) {
+    return;  // said where the run sizes its pool
+  }
+  const double kv = static_cast<double>(p.num_blocks) * static_cast<double>(p.block_bytes);
+  if (kv <= p.usable_bytes) return;
+  s.warnings.push_back(fmt::format(
+      "engine.num_gpu_blocks {} x {:.3g} MB per block = {:.2f} GB of KV is more than the {:.2f} GB "
+      "that {:.2f} GB x gpu_memory_utilization {:g}, less model {}'s weights and the activations, "
+      "leave on {}: check that the model, GPU and dtype are the server's",
+      p.num_blocks, static_cast<double>(p.block_bytes) / 1e6, kv / 1e9, p.usable_bytes / 1e9,
+      s.gpu.memory_bytes / 1e9, s.engine.gpu_memory_utilization, s.model.name, s.gpu.name));
+}
+
+}  // namespace
+
 Scenario ScenarioOptions::load() const {
   std::vector<std::string> all = sets;
   if (seed) all.push_back("seed=" + std::to_string(*seed));
   Scenario s = load_scenario(scenario, all);
+  warn_oversized_pool(s);
   // Loud: a warning is a value that was accepted but probably not meant.
   for (const auto& w : s.warnings) std::cerr << "metronome: warning: " << w << "\n";
   return s;

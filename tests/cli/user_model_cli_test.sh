@@ -112,6 +112,8 @@ warns 'gpu.roofline_correction.flops_fraction is ignored: the cost model is "roo
 quiet predict --set gpu.bf16_flops=1e15
 warns 'engine.gpu_memory_utilization is ignored: engine.num_gpu_blocks fixes the pool at 8000 blocks' predict --set engine.num_gpu_blocks=8000 --set engine.gpu_memory_utilization=0.5
 quiet predict --set engine.gpu_memory_utilization=0.5
+warns 'engine.num_gpu_blocks 20000 x 8.39 MB per block = 167.77 GB of KV is more than the 118.28 GB' predict --set engine.num_gpu_blocks=20000
+quiet predict --set engine.num_gpu_blocks=14099  # what the sizing rule gives on this card
 warns 'model.tie_word_embeddings is ignored: it counts weights only where they are derived from the shapes, and model moshi states weight_bytes' predict --set model.tie_word_embeddings=true
 quiet predict --set model.tie_word_embeddings=true --set model.weight_bytes=null
 # ... and null, as that warning says, drops a file's count: the pool is sized from memory again
