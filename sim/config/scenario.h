@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/frame_growth.h"
@@ -26,6 +27,10 @@
 #include "sim/workload/fixed_duration.h"
 
 namespace metronome {
+
+// Engine fields with two names (vLLM's and an older one): a file or group gives one of each pair.
+inline constexpr std::pair<const char*, const char*> kEngineAliases[] = {
+    {"num_gpu_blocks", "num_blocks"}, {"max_num_seqs", "max_sessions_per_step"}};
 
 struct EngineConfig {
   int64_t block_size = 16;              // tokens per KV block

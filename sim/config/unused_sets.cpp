@@ -69,8 +69,7 @@ void warn_shadowed_sets(std::vector<std::string>& out, const nlohmann::json& j,
       if (top == "engine" && !field.empty()) {
         // The group's engine hides the field under either of its names.
         std::string alias;
-        for (const auto& [x, y] : {std::pair{"num_gpu_blocks", "num_blocks"},
-                                   {"max_num_seqs", "max_sessions_per_step"}}) {
+        for (const auto& [x, y] : kEngineAliases) {
           if (field == x) alias = y;
           if (field == y) alias = x;
         }
@@ -135,12 +134,12 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
           "them)",
           argument_preview(a), k, s.model.name));
     }
-    if (set_key(a) == "cost_model.file" && s.cost_model.type != "calibrated") {
+    if (k == "cost_model.file" && s.cost_model.type != "calibrated") {
       out.push_back("--set " + argument_preview(a) +
                     ": cost_model.file is ignored: the cost model is \"" + s.cost_model.type +
                     "\" (set cost_model.type=calibrated to run on the file)");
     }
-    if (set_key(a) == "engine.exhaustion" && s.engine.scheduler == "vllm_v1") {
+    if (k == "engine.exhaustion" && s.engine.scheduler == "vllm_v1") {
       out.push_back("--set " + argument_preview(a) +
                     ": engine.exhaustion is ignored by engine.scheduler \"vllm_v1\", which "
                     "preempts the last running request and recomputes it later, as vLLM "

@@ -14,12 +14,10 @@
 
 namespace metronome {
 void choose_cost_model(Scenario& s) {
-  // A calibration file given under "auto" is the user's own measurement: it is the one run on (and
-  // checked as cost_model.type "calibrated" checks it).
+  // A calibration file given under "auto" is the user's own measurement: the scenario is a
+  // calibrated one on that file, as if it said so (nothing was chosen for it: plan keeps it too).
   if (!s.cost_model.file.empty()) {
     s.cost_model.type = "calibrated";
-    s.cost_model.chosen = fmt::format("calibrated (cost_model.file {}, given under \"auto\")",
-                                      std::filesystem::path(s.cost_model.file).filename().string());
     return;
   }
   std::string passed = "no measured calibration";  // or why it was passed over

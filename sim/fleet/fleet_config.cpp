@@ -37,8 +37,7 @@ std::shared_ptr<const FleetConfig> parse_fleet(JsonSection& f, const nlohmann::j
       if (!v.is_object()) g.fail(key, "an object (model and gpu: a name or path, resolved)");
       if (std::string_view(key) == "engine" && r.contains("engine") && r["engine"].is_object()) {
         // A field the group sets under one name replaces the scenario's under its alias.
-        for (const auto& [a, b] : {std::pair{"num_gpu_blocks", "num_blocks"},
-                                   {"max_num_seqs", "max_sessions_per_step"}}) {
+        for (const auto& [a, b] : kEngineAliases) {
           if (v.contains(a)) r["engine"].erase(b);
           if (v.contains(b)) r["engine"].erase(a);
         }
