@@ -159,12 +159,8 @@ class Runner:
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs) as ex:
             futures = [ex.submit(one, a, p) for a, p in calls]
-            concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
-            for f in futures:
-                f.cancel()
-            for f in futures:
-                if not f.cancelled():
-                    f.result()
+        for f in futures:
+            f.result()
 
     def sweep(self, scenario_path, out_dir, grid, seeds, sets=()):
         args = ["sweep", "--scenario", scenario_path, "--seeds", seeds, "-j", self.jobs,

@@ -337,22 +337,22 @@ json fleet_state(const std::optional<PlanFleet>& f) {
 std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& where) {
   if (j.is_null()) return std::nullopt;
   if (!j.is_object()) throw ConfigError(where + ": expected a searched fleet (an object) or null");
-  const auto field = [&](const char* key, bool ok, const char* expected) -> const json& {
+  // The value at key, of the JSON type `is` tests.
+  const auto typed = [&](const char* key, bool (json::*is)() const noexcept,
+                         const char* expected) -> const json& {
     const json& v = j.at(key);
-    if (!ok)
+    if (!(v.*is)())
       throw ConfigError(fmt::format("{}.{}: expected {}, got {}", where, key, expected, v.dump()));
     return v;
   };
   const auto count = [&](const char* key) {
-    const json& v = j.at(key);
-    const auto n = field(key, v.is_number_integer(), "a whole number").get<int64_t>();
+    const auto n = typed(key, &json::is_number_integer, "a whole number").get<int64_t>();
     if (n < 0)
       throw ConfigError(fmt::format("{}.{}: expected a count >= 0, got {}", where, key, n));
     return n;
   };
   const auto amount = [&](const char* key, double most) {
-    const json& x = j.at(key);
-    const auto v = field(key, x.is_number(), "a number").get<double>();
+    const auto v = typed(key, &json::is_number, "a number").get<double>();
     if (!(v >= 0 && v <= most)) {
       throw ConfigError(fmt::format("{}.{}: expected 0 to {:g}, got {}", where, key, most, v));
     }
@@ -362,10 +362,10 @@ std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& wher
   PlanFleet f;
   f.replicas = count("replicas");
   if (f.replicas < 1) throw ConfigError(where + ".replicas: expected at least 1, got 0");
-  f.meets = field("meets", j.at("meets").is_boolean(), "true or false").get<bool>();
-  const json& why = j.at("why_not");
-  f.why_not =
-      why.is_null() ? "" : field("why_not", why.is_string(), "a string or null").get<std::string>();
+  f.meets = typed("meets", &json::is_boolean, "true or false").get<bool>();
+  f.why_not = j.at("why_not").is_null()
+                  ? ""
+                  : typed("why_not", &json::is_string, "a string or null").get<std::string>();
   f.true_p99_ms = j.at("true_p99_ms").is_null() ? std::numeric_limits<double>::infinity()
                                                 : amount("true_p99_ms", kAny);
   f.silent_fraction = amount("silent_fraction", 1);

@@ -1060,14 +1060,14 @@ std::vector<std::string> follow_workload_sets(nlohmann::json& j, const nlohmann:
     return v != sec->end() && v->is_number() ? std::optional<double>(v->get<double>())
                                              : std::optional<double>();
   };
+  // WorkloadConfig::deadline() on the unparsed files: deadline_s, else the frame period.
+  const auto deadline_in = [&](const nlohmann::json& x) {
+    const auto d = number_at(x, "workload", "deadline_s");
+    return d ? d : number_at(x, "workload", "frame_period_s");
+  };
   if (deadline_set && !silence_set) {
     const auto silence = number_at(base, "engine", "silence_after_s");
-    const auto old_deadline = number_at(base, "workload", "deadline_s")
-                                  ? number_at(base, "workload", "deadline_s")
-                                  : number_at(base, "workload", "frame_period_s");
-    const auto new_deadline = number_at(j, "workload", "deadline_s")
-                                  ? number_at(j, "workload", "deadline_s")
-                                  : number_at(j, "workload", "frame_period_s");
+    const auto old_deadline = deadline_in(base), new_deadline = deadline_in(j);
     if (silence && old_deadline && *silence == *old_deadline && new_deadline &&
         *new_deadline != *old_deadline) {
       j["engine"].erase("silence_after_s");

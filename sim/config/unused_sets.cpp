@@ -6,6 +6,7 @@
 
 #include "base/json_file.h"
 #include "sim/admission/admission_policy.h"
+#include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
@@ -105,18 +106,17 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
     warn_shadowed_sets(out, j, sets);
   }
   for (const auto& a : sets) {
-    // The GPU's datasheet prices steps only in the roofline models, and its fitted correction
-    // only in corrected_roofline.
+    // A GPU field some cost model prices steps from, which this scenario's does not.
     const std::string k = set_key(a);
     const std::string& cost = s.cost_model.type;
-    const bool datasheet = k == "gpu.memory_bandwidth_bytes_per_s" || k == "gpu.bf16_flops";
-    const bool correction = k.starts_with("gpu.roofline_correction");
-    if ((datasheet && (cost == "calibrated" || cost == "fixed")) ||
-        (correction && cost != "corrected_roofline")) {
-      out.push_back("--set " + argument_preview(a) + ": " + k +
-                    " is ignored: the cost model is \"" + cost + "\", which does not price " +
-                    "steps from it" +
-                    (cost == "calibrated" ? " (it reads measured step times from its file)" : ""));
+    if (k.starts_with("gpu.")) {
+      const std::string field = k.substr(4, k.find('.', 4) - 4);
+      if (some_cost_model_reads(field) && !cost_model_reads(cost, field)) {
+        out.push_back(
+            "--set " + argument_preview(a) + ": " + k + " is ignored: the cost model is \"" + cost +
+            "\", which does not price steps from it" +
+            (cost == "calibrated" ? " (it reads measured step times from its file)" : ""));
+      }
     }
     if ((k == "engine.gpu_memory_utilization" || k == "engine.activation_reserve_bytes") &&
         s.engine.num_blocks) {
