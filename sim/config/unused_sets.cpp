@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "base/json_file.h"
 #include "sim/admission/admission_policy.h"
+#include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/cost_models.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/fleet/gateway.h"
@@ -87,6 +89,47 @@ void warn_shadowed_sets(std::vector<std::string>& out, const nlohmann::json& j,
   }
 }
 
+// Model fields that shape a step's work. A calibration of the scenario's model name is read as
+// measured on this very model, so it is not scaled: a --set of one of these moves the roofline's
+// step times but not a calibrated run's, and must say so.
+constexpr std::string_view kShapeFields[] = {"model.hidden_size",
+                                             "model.attention_heads",
+                                             "model.kv_heads",
+                                             "model.head_dim",
+                                             "model.ffn_size",
+                                             "model.vocab_size",
+                                             "model.experts",
+                                             "model.experts_active",
+                                             "model.expert_ffn_size",
+                                             "model.kv_bytes_per_element",
+                                             "model.weight_bytes_per_param"};
+
+void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s,
+                              const std::vector<std::string>& sets) {
+  if (s.cost_model.type != "calibrated") return;
+  std::vector<std::string> shaped;
+  for (const auto& a : sets) {
+    if (std::ranges::find(kShapeFields, set_key(a)) != std::end(kShapeFields)) shaped.push_back(a);
+  }
+  if (shaped.empty()) return;
+  Calibration c;
+  try {
+    c = read_calibration(s.cost_model.file);
+  } catch (const std::exception&) {
+    return;  // the cost model itself reports an unreadable file
+  }
+  if (c.model_name != s.model.name) return;  // scaled op by op to this model's shape
+  for (const auto& a : shaped) {
+    out.push_back(fmt::format(
+        "--set {}: the step times do not follow {}: the cost model is calibrated on {}, which "
+        "measured model \"{}\" and is taken as is for a model of that name; {}",
+        argument_preview(a), set_key(a), c.source, c.model_name,
+        c.has_scaling ? "--set model.name=<another name> to have its scaling section scale the "
+                        "measured ops to this shape, or cost_model.type=corrected_roofline"
+                      : "calibrate this shape, or --set cost_model.type=corrected_roofline"));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::json& j,
@@ -105,6 +148,7 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
                       sets);
     warn_shadowed_sets(out, j, sets);
   }
+  warn_unscaled_shape_sets(out, s, sets);
   for (const auto& a : sets) {
     // A GPU field some cost model prices steps from, which this scenario's does not.
     const std::string k = set_key(a);

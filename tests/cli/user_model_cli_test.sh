@@ -108,6 +108,21 @@ warns 'cost_model.file is ignored: the cost model is "corrected_roofline"' predi
 $py -c 'import json, sys; c = json.load(open(sys.argv[1]))["scenario"]["cost_model"]; assert c["type"] == "calibrated" and c["file"].endswith("tiny_cpu.json"), c' \
   "$tmp/auto_file.json" || fail "auto with a file did not run on it"
 warns 'gpu.bf16_flops is ignored: the cost model is "calibrated", which does not price steps from it' predict --set gpu=h100 --set model=llama-2-7b --set gpu.bf16_flops=1e14
+# A calibration of the model's own name is not scaled: a shape --set changes no step time, and says so
+warns 'the step times do not follow model.ffn_size: the cost model is calibrated on .*llama-2-7b_h100_vidur.json, which measured model "llama-2-7b" and is taken as is' predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000
+quiet predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000 --set model.name=llama-2-7b-wide
+quiet predict --set model.ffn_size=28000  # the roofline prices the shape
+# ... and the rename it suggests has the file's scaling price the wider MLP: a slower step
+for name in llama-2-7b llama-2-7b-wide; do
+  "$bin" simulate --quiet --json --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000 \
+    --set model.name=$name --set horizon_s=5 >"$tmp/shape_$name.json" 2>/dev/null || fail "simulate, model.name=$name"
+done
+$py - "$tmp/shape_llama-2-7b.json" "$tmp/shape_llama-2-7b-wide.json" <<'PY' || fail "the renamed model's calibration was not scaled to its wider MLP"
+import json, sys
+same, renamed = (json.load(open(f))["result"]["reported_p50_ms"] for f in sys.argv[1:])
+assert renamed > 1.3 * same, (same, renamed)
+PY
+cases=$((cases + 1))
 warns 'gpu.roofline_correction.flops_fraction is ignored: the cost model is "roofline"' predict --set cost_model.type=roofline --set gpu.roofline_correction.flops_fraction=0.5
 quiet predict --set gpu.bf16_flops=1e15
 warns 'engine.gpu_memory_utilization is ignored: engine.num_gpu_blocks fixes the pool at 8000 blocks' predict --set engine.num_gpu_blocks=8000 --set engine.gpu_memory_utilization=0.5
