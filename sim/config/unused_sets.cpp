@@ -149,6 +149,11 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
     warn_shadowed_sets(out, j, sets);
   }
   warn_unscaled_shape_sets(out, s, sets);
+  const bool states_weight_bytes = j.contains("model") && j["model"].is_object() &&
+                                   j["model"].contains("weight_bytes") &&
+                                   !j["model"]["weight_bytes"].is_null();
+  const bool sets_weight_bytes = std::ranges::any_of(
+      sets, [](const std::string& a) { return set_key(a) == "model.weight_bytes"; });
   for (const auto& a : sets) {
     // A GPU field some cost model prices steps from, which this scenario's does not.
     const std::string k = set_key(a);
@@ -169,14 +174,22 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
           "engine.num_gpu_blocks=null to size it from the GPU's memory)",
           argument_preview(a), k, *s.engine.num_blocks));
     }
-    if ((k == "model.tie_word_embeddings" || k == "model.attention_bias") && j.contains("model") &&
-        j["model"].is_object() && j["model"].contains("weight_bytes") &&
-        !j["model"]["weight_bytes"].is_null()) {
+    if ((k == "model.tie_word_embeddings" || k == "model.attention_bias") && states_weight_bytes) {
       out.push_back(fmt::format(
           "--set {}: {} is ignored: it counts weights only where they are derived from the "
           "shapes, and model {} states weight_bytes (--set model.weight_bytes=null to derive "
           "them)",
           argument_preview(a), k, s.model.name));
+    }
+    // A narrower weight moves a roofline's step time, but a stated weight_bytes still sizes the
+    // pool.
+    if (k == "model.weight_bytes_per_param" && states_weight_bytes && !sets_weight_bytes) {
+      out.push_back(fmt::format(
+          "--set {}: the KV pool does not follow {}: model {} states weight_bytes ({:.4g} B), "
+          "which "
+          "the pool is sized from (--set model.weight_bytes=null to derive the weights from the "
+          "shapes at this width, or set model.weight_bytes too)",
+          argument_preview(a), k, s.model.name, s.model.weight_bytes));
     }
     if (k == "cost_model.file" && s.cost_model.type != "calibrated") {
       out.push_back("--set " + argument_preview(a) +

@@ -131,6 +131,9 @@ warns 'engine.num_gpu_blocks 20000 x 8.39 MB per block = 167.77 GB of KV is more
 quiet predict --set engine.num_gpu_blocks=14099  # what the sizing rule gives on this card
 warns 'model.tie_word_embeddings is ignored: it counts weights only where they are derived from the shapes, and model moshi states weight_bytes' predict --set model.tie_word_embeddings=true
 quiet predict --set model.tie_word_embeddings=true --set model.weight_bytes=null
+warns 'the KV pool does not follow model.weight_bytes_per_param: model moshi states weight_bytes \(1.54e\+10 B\)' predict --set model.weight_bytes_per_param=1
+quiet predict --set model.weight_bytes_per_param=1 --set model.weight_bytes=null
+quiet predict --set model.weight_bytes_per_param=1 --set model.weight_bytes=7.7e9
 # ... and null, as that warning says, drops a file's count: the pool is sized from memory again
 "$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set engine.num_gpu_blocks=null --json >"$tmp/nb.json" 2>/dev/null ||
   fail "--set engine.num_gpu_blocks=null"
