@@ -9,6 +9,7 @@
 #include "sim/admission/admission_policy.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/cost_models.h"
+#include "sim/cost/layer_ops.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
@@ -119,7 +120,22 @@ void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s,
     return;  // the cost model itself reports an unreadable file
   }
   if (c.model_name != s.model.name) return;  // scaled op by op to this model's shape
+  // A file that records the shape it measured shows which values are its own: a --set back to one
+  // of those changes nothing.
+  constexpr std::pair<std::string_view, int64_t LayerShape::*> kMeasured[] = {
+      {"model.hidden_size", &LayerShape::hidden}, {"model.attention_heads", &LayerShape::heads},
+      {"model.kv_heads", &LayerShape::kv_heads},  {"model.head_dim", &LayerShape::head_dim},
+      {"model.ffn_size", &LayerShape::ffn},       {"model.vocab_size", &LayerShape::vocab}};
+  const LayerShape have = layer_shape(s.model);
+  const auto as_measured = [&](std::string_view key) {
+    if (!c.has_scaling || c.scaling.profiled_model != c.model_name) return false;
+    for (const auto& [k, field] : kMeasured) {
+      if (k == key) return have.*field == c.scaling.shape.*field;
+    }
+    return false;
+  };
   for (const auto& a : shaped) {
+    if (as_measured(set_key(a))) continue;
     out.push_back(fmt::format(
         "--set {}: the step times do not follow {}: the cost model is calibrated on {}, which "
         "measured model \"{}\" and is taken as is for a model of that name; {}",

@@ -111,6 +111,7 @@ warns 'gpu.bf16_flops is ignored: the cost model is "calibrated", which does not
 # A calibration of the model's own name is not scaled: a shape --set changes no step time, and says so
 warns 'the step times do not follow model.ffn_size: the cost model is calibrated on .*llama-2-7b_h100_vidur.json, which measured model "llama-2-7b" and is taken as is' predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000
 quiet predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000 --set model.name=llama-2-7b-wide
+quiet predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=11008  # the shape the file measured
 quiet predict --set model.ffn_size=28000  # the roofline prices the shape
 # ... and the rename it suggests has the file's scaling price the wider MLP: a slower step
 for name in llama-2-7b llama-2-7b-wide; do
