@@ -110,6 +110,25 @@ missing = sorted(k for k in keys if k not in listed)
 assert not missing, missing
 PY
 done
+# ... and every field of every shipped GPU and model file, even those a resolved scenario never
+# writes (a GPU's price, a correction its cost model does not read)
+$py - "$src/scenarios" "$tmp/list.txt" <<'PY' || fail "list misses fields of the shipped GPU or model files"
+import glob, json, re, sys
+listed = set(re.findall(r"^  ([a-z_][a-z_0-9.]*) +\S+ +\S+", open(sys.argv[2]).read().split("\nfields")[1], re.M))
+missing = set()
+def walk(p, v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            walk(p + [k], x)
+    elif not {"comment", "error", "held_out"} & set(p) and p[1:] != ["source"]:  # notes
+        key = ".".join(p)
+        if key not in listed:
+            missing.add(key)
+for kind, prefix in (("gpus", "gpu"), ("models", "model")):
+    for f in glob.glob(f"{sys.argv[1]}/{kind}/*.json"):
+        walk([prefix], json.load(open(f)))
+assert not missing, sorted(missing)
+PY
 
 # --- Item 8c: make_figures.sh --only N runs and plots figure N only
 if $py -c 'import matplotlib, numpy' 2>/dev/null; then
