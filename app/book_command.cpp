@@ -33,6 +33,16 @@ using calibrate::CsvTable;
 
 bool exists(const std::string& path) { return std::filesystem::exists(path); }
 
+// A row's instant on the run's clock: within the simulator's range and not before the row above.
+double run_instant(double t, double& last, const std::string& where) {
+  if (!(t >= last && t <= kMaxSeconds)) {
+    throw ConfigError(
+        fmt::format("{}: t_s: expected {} to 1e9 (rows in time order), got {}", where, last, t));
+  }
+  last = t;
+  return t;
+}
+
 RecordedRun read_records(const std::string& dir, double* origin, nlohmann::json* run) {
   RecordedRun r;
   r.source = dir;
@@ -109,14 +119,21 @@ RecordedRun read_records(const std::string& dir, double* origin, nlohmann::json*
     const size_t t = m.require("t_s", "the sample instant"),
                  u = m.require("kv_cache_usage_perc", "vLLM's KV cache usage (0 to 1)"),
                  w = m.require("num_requests_waiting", "vLLM's waiting requests");
+    double last = 0;
     for (size_t i = 0; i < m.rows(); ++i) {
+      const std::string where = metrics_path + ":" + std::to_string(m.line(i));
       const double usage = m.number(i, u);
       if (usage < 0 || usage > 1) {
-        throw ConfigError(metrics_path + ":" + std::to_string(m.line(i)) +
-                          ": kv_cache_usage_perc: expected a fraction in [0, 1], got " +
+        throw ConfigError(where + ": kv_cache_usage_perc: expected a fraction in [0, 1], got " +
                           std::to_string(usage));
       }
-      r.gauges.push_back({m.number(i, t), usage, static_cast<int64_t>(m.number(i, w))});
+      const double at = run_instant(m.number(i, t), last, where);
+      const int64_t waiting = m.integer(i, w);
+      if (waiting < 0) {
+        throw ConfigError(
+            fmt::format("{}: num_requests_waiting: expected >= 0, got {}", where, waiting));
+      }
+      r.gauges.push_back({at, usage, waiting});
     }
   }
 
@@ -126,11 +143,20 @@ RecordedRun read_records(const std::string& dir, double* origin, nlohmann::json*
     const size_t t = a.require("t_s", "the control instant"),
                  sig = a.require("signal_ms", "the controller's signal, empty if censored"),
                  cap = a.require("cap", "the cap after the interval, -1 for none");
+    double last = 0;
     for (size_t i = 0; i < a.rows(); ++i) {
+      const std::string where = admission_path + ":" + std::to_string(a.line(i));
+      const double at = run_instant(a.number(i, t), last, where);
       const int64_t c = a.integer(i, cap);
-      r.controls.push_back({a.number(i, t),
-                            a.empty_cell(i, sig) ? INFINITY : a.number(i, sig) / 1e3,
-                            c < 0 ? kNoCap : c});
+      if (c < -1)
+        throw ConfigError(fmt::format("{}: cap: expected -1 (none) or >= 0, got {}", where, c));
+      const double signal_ms = a.empty_cell(i, sig) ? INFINITY : a.number(i, sig);
+      if (!(signal_ms >= 0)) {
+        throw ConfigError(
+            fmt::format("{}: signal_ms: expected a latency >= 0 (empty if censored), got {}", where,
+                        signal_ms));
+      }
+      r.controls.push_back({at, signal_ms / 1e3, c < 0 ? kNoCap : c});
     }
   }
   return r;
@@ -164,6 +190,14 @@ Run add_book(CLI::App& app) {
     double origin = 0;
     nlohmann::json run;
     const RecordedRun records = read_records(o->records, &origin, &run);
+    // The driver writes the name of the scenario it drove: another scenario's callers may keep the
+    // same schedule (a window or a cap changes no release), so the frames alone cannot tell.
+    if (const auto it = run.find("scenario"); it != run.end() && it->is_string() && *it != s.name) {
+      throw ConfigError(fmt::format(
+          "{}/run.json: scenario: the run drove \"{}\", not the scenario given (\"{}\"); book it "
+          "with the scenario it drove",
+          o->records, it->get<std::string>(), s.name));
+    }
     const FirstOrderPrediction prediction = predict_first_order(s);
 
     std::unique_ptr<RunFolder> out;

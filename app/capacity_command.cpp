@@ -37,14 +37,19 @@ Run add_capacity(CLI::App& app) {
          "Simulated seconds per deadline probe (default: to steady state: windowed, twice the "
          "time to fill S + W; unbounded, the call length within the horizon)")
       ->check(kFiniteNumber)
-      ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--phase-draws", o->phase_draws,
-                  "Poisson scenarios: draws of random caller phases the deadline cap is also "
-                  "probed at (seeds seed, seed + 1, ...); the median and range are reported "
-                  "(default 5)")
-      ->check(CLI::Range(1, 1000));
-  return [o]() {
+      ->check(CLI::Range(1e-3, 1e6));
+  const CLI::Option* draws =
+      cmd->add_option("--phase-draws", o->phase_draws,
+                      "Poisson scenarios: draws of random caller phases the deadline cap is also "
+                      "probed at (seeds seed, seed + 1, ...); the median and range are reported "
+                      "(default 5)")
+          ->check(CLI::Range(1, 1000));
+  return [o, draws]() {
     const Scenario s = o->scenario.load_engine("capacity");
+    if (draws->count() > 0 && !s.workload.arrival.random()) {
+      std::cerr << "metronome: warning: --phase-draws is ignored: the scenario's arrivals ("
+                << s.workload.arrival.type() << ") give every caller its phase, none is drawn\n";
+    }
     const double f = o->fraction > 0 ? o->fraction : s.admission.policy->congestion_fraction();
     // Unbounded KV grows for as long as a probe lasts: past the calls' length, its callers reach
     // contexts no call does, and the cap it finds is for longer calls than the scenario's.

@@ -122,6 +122,25 @@ int main(int argc, char** argv) {
     std::cerr << suggestions(app, argc, argv);
     return 2;
   }
+  // A path or value given as "" is no value: `--out ""` would otherwise read as no --out at all.
+  const std::function<const CLI::Option*(const CLI::App&)> empty_value =
+      [&](const CLI::App& a) -> const CLI::Option* {
+    for (const CLI::Option* opt : a.get_options()) {
+      if (opt->count() == 0 || opt->get_expected_max() == 0) continue;  // not given, or a flag
+      for (const std::string& v : opt->results()) {
+        if (v.empty()) return opt;
+      }
+    }
+    for (const CLI::App* sub : a.get_subcommands()) {
+      if (const CLI::Option* opt = empty_value(*sub)) return opt;
+    }
+    return nullptr;
+  };
+  if (const CLI::Option* opt = empty_value(app)) {
+    std::cerr << "metronome: error: " << opt->get_name()
+              << ": expected a value, got an empty string\n";
+    return 2;
+  }
   try {
     for (auto& [cmd, run] : commands) {
       if (!cmd->parsed()) continue;

@@ -55,6 +55,15 @@ Run add_replay(CLI::App& app) {
                   "output.sample_period_s apart), frames.csv, steps.csv, pool.csv and the resolved "
                   "scenarios; created if missing");
   return [o]() {
+    // A build without the GPU backend says so before it reads or resolves anything.
+    if (o->backend == "gpu" && !replay::gpu_backend_compiled()) {
+      try {
+        replay::make_gpu_backend({});
+      } catch (const replay::BackendUnavailable& e) {
+        std::cerr << "metronome replay: " << e.what() << "\n";
+        return 3;
+      }
+    }
     if (o->scenario.scenario.empty()) {
       throw ConfigError(
           "replay: --scenario: expected a scenario file (the real run lasts its horizon in "

@@ -100,8 +100,10 @@ BenchRun parse_bench_json(const nlohmann::json& j, const std::string& source) {
     s.point.kind = *kind;
     s.seconds =
         b["real_time"].get<double>() * unit_seconds(b.value("time_unit", std::string("ns")), where);
-    if (!(s.seconds > 0))
-      throw ConfigError(where + ".real_time: expected a time > 0 (benchmark \"" + name + "\")");
+    // An hour per timed pass is no kernel timing: the fit's sums of squares would overflow.
+    if (!(s.seconds > 0 && s.seconds <= 3600))
+      throw ConfigError(where + ".real_time: expected a time > 0 and at most 1 hour (benchmark \"" +
+                        name + "\")");
     if (run_type == "aggregate") {
       median[name] = s;
     } else {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "base/config_error.h"
+
 namespace metronome::calibrate {
 
 std::vector<CostTerm> default_terms(const TermModel& m) {
@@ -180,6 +182,12 @@ FitResult fit_cost_model(std::vector<FitSample> samples, const TermModel& model,
     }
   }
   r.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
+  if (!std::isfinite(r.r2)) {
+    throw ConfigError(fmt::format(
+        "the fit's R2 is not a finite number: its terms predict no finite time for the {} "
+        "training points; refit on timings the terms can describe",
+        train.size()));
+  }
   r.heldout_median_ape = median_of(ape);
   r.heldout_max_ape = ape.empty() ? 0 : *std::max_element(ape.begin(), ape.end());
   r.train_points = static_cast<int>(train.size());

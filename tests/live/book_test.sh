@@ -61,4 +61,24 @@ expect_error 'frames.csv:[0-9]+: tokens: expected 0 to 1e9, got -5' book --scena
 sed 's/^3,7,\([^,]*\),\([^,]*\),\([^,]*\),[^,]*,/3,7,\1,\2,\3,1e300,/' "$rec/frames.csv" >"$tmp/cut/frames.csv"
 expect_error 'frames.csv:[0-9]+: done_s: expected 0 to 1e9, got 1e\+300' book --scenario "$scen" --records "$tmp/cut"
 expect_error 'frames.csv.*(missing|No such file|not found)' book --scenario "$scen" --records "$tmp/nothing"
+# Another scenario's recording with the same callers (a window changes no release)
+expect_error 'run.json: scenario: the run drove "live-sliding-window", not the scenario given \("live-unbounded-stall"\)' \
+  book --scenario "$scen" --records "$src/results/live/sliding_window/live"
+# Damaged controller and metrics logs: a cap below -1, a negative signal, time going back, negative
+# waiting requests
+arec="$src/results/live/aimd_windowed/live" ascen="$src/scenarios/live/aimd_windowed.json"
+mkdir -p "$tmp/adm"
+cp "$arec"/* "$tmp/adm/"
+damage() {  # FILE SED-EXPRESSION: the recording with one line of FILE changed
+  cp "$arec/$1" "$tmp/adm/$1" && sed -i "$2" "$tmp/adm/$1"
+}
+damage admission.csv '3s/^\([^,]*\),\([^,]*\),\([^,]*\),\([^,]*\),[^,]*,/\1,\2,\3,\4,-6,/'
+expect_error 'admission.csv:3: cap: expected -1 \(none\) or >= 0, got -6' book --scenario "$ascen" --records "$tmp/adm"
+damage admission.csv '3s/^\([^,]*\),[^,]*,/\1,-4,/'
+expect_error 'admission.csv:3: signal_ms: expected a latency >= 0' book --scenario "$ascen" --records "$tmp/adm"
+damage admission.csv '3s/^[^,]*,/0.5,/'
+expect_error 'admission.csv:3: t_s: expected 1 to 1e9 \(rows in time order\), got 0.5' book --scenario "$ascen" --records "$tmp/adm"
+cp "$arec/admission.csv" "$tmp/adm/"
+damage metrics.csv '3s/^\(\([^,]*,\)\{4\}\)[^,]*,/\1-1,/'
+expect_error 'metrics.csv:3: num_requests_waiting: expected >= 0, got -1' book --scenario "$ascen" --records "$tmp/adm"
 finish book
