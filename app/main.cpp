@@ -1,4 +1,5 @@
 // metronome: when does a real-time serving engine fall off its memory cliff?
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -122,23 +123,28 @@ int main(int argc, char** argv) {
     std::cerr << suggestions(app, argc, argv);
     return 2;
   }
-  // A path or value given as "" is no value: `--out ""` would otherwise read as no --out at all.
-  const std::function<const CLI::Option*(const CLI::App&)> empty_value =
-      [&](const CLI::App& a) -> const CLI::Option* {
+  // Two rules of every option's values, checked once here. A value given as "" is no value:
+  // `--out ""` would otherwise read as no --out at all. A list names each value once: `--windows
+  // 240 240` would price the same candidate twice and rank it against itself. (--set may repeat a
+  // key: the last one wins, as in a file edited twice.)
+  const std::function<std::string(const CLI::App&)> bad_value = [&](const CLI::App& a) {
     for (const CLI::Option* opt : a.get_options()) {
       if (opt->count() == 0 || opt->get_expected_max() == 0) continue;  // not given, or a flag
-      for (const std::string& v : opt->results()) {
-        if (v.empty()) return opt;
+      const std::vector<std::string>& values = opt->results();
+      for (auto v = values.begin(); v != values.end(); ++v) {
+        if (v->empty()) return opt->get_name() + ": expected a value, got an empty string";
+        if (opt->get_name() != "--set" && std::find(values.begin(), v, *v) != v) {
+          return opt->get_name() + ": " + *v + " is given twice (expected each value once)";
+        }
       }
     }
     for (const CLI::App* sub : a.get_subcommands()) {
-      if (const CLI::Option* opt = empty_value(*sub)) return opt;
+      if (std::string why = bad_value(*sub); !why.empty()) return why;
     }
-    return nullptr;
+    return std::string();
   };
-  if (const CLI::Option* opt = empty_value(app)) {
-    std::cerr << "metronome: error: " << opt->get_name()
-              << ": expected a value, got an empty string\n";
+  if (const std::string why = bad_value(app); !why.empty()) {
+    std::cerr << "metronome: error: " << why << "\n";
     return 2;
   }
   try {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -37,6 +38,14 @@ void SweepSpec::check_limits() const {
     for (size_t k = 0; k < i; ++k) {
       if (axes[k].key == axes[i].key) {
         throw ConfigError("--grid " + axes[i].key + ": the same key is given twice");
+      }
+    }
+    const auto& v = axes[i].values;
+    for (auto x = v.begin(); x != v.end(); ++x) {
+      if (std::find(v.begin(), x, *x) != x) {
+        throw ConfigError("--grid " + axes[i].key + ": " + x->dump() +
+                          " is given twice (expected each value once: the same point would run "
+                          "twice)");
       }
     }
   }

@@ -410,6 +410,25 @@ expect_error 'bench_nosuch.json: context.metronome_model: .*unknown model "nosuc
   --bench "$tmp/bench_nosuch.json" --out "$tmp/fit_nosuch.json"
 expect_error 'workload.arrival.start_s: 100 s is past horizon_s 30 s' simulate --set horizon_s=30 \
   --set 'workload.arrival={"type":"all_at_once","sessions":5,"start_s":100}'
+# A bench timing no kernel takes (1e200 ms) is refused, not fitted to an R2 of -nan.
+/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); b = next(b for b in j["benchmarks"] if "real_time" in b); b["real_time"] = 1e200; json.dump(j, open(sys.argv[2], "w"))' \
+  "$src/results/calibration/tiny_cpu_bench.json" "$tmp/bench_huge.json"
+expect_error 'bench_huge.json: .*real_time: expected a time > 0 and at most 1 hour' calibrate fit \
+  --bench "$tmp/bench_huge.json" --out "$tmp/fit_huge.json"
+# An empty value is no value (it used to read as the option left out), for any option.
+expect_error -- '--out: expected a value, got an empty string' simulate --set horizon_s=1 --out ""
+expect_error -- '--shard: expected a value, got an empty string' plan --shard ""
+expect_error -- '--out: expected a value, got an empty string' calibrate run --model tiny --backend cpu --grid ci --out ""
+# A list names each value once: a repeated one would run (and rank) the same candidate twice.
+expect_error -- '--windows: 240 is given twice \(expected each value once\)' recommend --windows 240 480 240
+expect_error -- '--gpus: h200 is given twice' plan --gpus h200,h100,h200
+expect_error -- '--grid engine.num_blocks: 100.0 is given twice' sweep --grid engine.num_blocks=100,1e2 --out "$tmp/grid_twice"
+# capacity: 0 s is no probe (it used to mean the default); phase draws need drawn phases.
+expect_error -- '--probe-s: Value 0 not in range' capacity --probe-s 0
+cases=$((cases + 1))
+"$bin" capacity --set horizon_s=10 --phase-draws 7 --quiet >/dev/null 2>"$tmp/err" &&
+  grep -q 'warning: --phase-draws is ignored: the scenario.s arrivals (all_at_once)' "$tmp/err" ||
+  fail "capacity --phase-draws without drawn phases: no warning; stderr: $(head -c 300 "$tmp/err")"
 # A probe longer than the calls measures contexts no call reaches: said, not silent.
 cases=$((cases + 1))
 "$bin" capacity --set horizon_s=10 --probe-s 12 --quiet >/dev/null 2>"$tmp/err" &&
