@@ -4,15 +4,19 @@
 // it apply one rule. A line protocol: one JSON object per control interval on stdin, the cap after
 // it on stdout.
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "app/commands.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
+#include "base/json_file.h"
 #include "base/output_file.h"
 #include "sim/admission/admission_policy.h"
 
@@ -25,15 +29,15 @@ int64_t wire_cap(int64_t cap) { return cap == kNoCap ? -1 : cap; }
 
 ControlSignal parse_signal(const std::string& line, int64_t n) {
   const std::string where = "stdin line " + std::to_string(n);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception&) {  // a syntax error, or a number past a double
+  // Read as strictly as a scenario file (a key given twice is an error, not the last one).
+  const std::optional<nlohmann::json> parsed = parse_json_if_json(line, where);
+  if (!parsed) {  // a syntax error
     throw ConfigError(where +
                       ": expected a JSON object {\"now_s\", \"latency_ms\", \"frames\", "
                       "\"live\"}, got: " +
                       line.substr(0, 80));
   }
+  const nlohmann::json& j = *parsed;
   if (j.is_object()) {
     for (const auto& item : j.items()) {
       const std::string& key = item.key();
@@ -88,6 +92,10 @@ Run add_admit(CLI::App& app) {
   auto o = std::make_shared<ScenarioOptions>();
   o->add_to(*cmd);
   return [o]() {
+    // A directory reads as an empty stream, which would look like a driver that said nothing.
+    if (struct stat st{}; fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {
+      throw ConfigError("stdin: expected the driver's lines (a pipe or a file), got a directory");
+    }
     const Scenario s = o->load();
     auto controller = s.admission.policy->make_controller(s.workload.deadline());
     auto emit = [&] {
@@ -99,7 +107,7 @@ Run add_admit(CLI::App& app) {
     std::string line;
     Time last = 0;
     for (int64_t n = 1; std::getline(std::cin, line); ++n) {
-      if (line.empty()) continue;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // a blank line
       const ControlSignal sig = parse_signal(line, n);
       if (sig.now < last) {
         throw ConfigError(
@@ -111,6 +119,8 @@ Run add_admit(CLI::App& app) {
       if (controller->adaptive()) controller->on_interval(sig);
       emit();
     }
+    // The end of input is the driver's goodbye; a stdin that failed is not.
+    if (std::cin.bad() || !std::cin.eof()) throw IoError("stdin: read failed");
     return 0;
   };
 }

@@ -443,10 +443,11 @@ expect_error 'sweep-merge: run 0: point or seed is not that run.s' sweep-merge "
 # admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
 # clock that goes back are errors (exit 2) after the first cap, never an internal error.
 admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
-for bad in '{"now_s":1,"latency_ms":1e400,"frames":100,"live":16}|expected a JSON object' \
+for bad in '{"now_s":1,"latency_ms":1e400,"frames":100,"live":16}|line 1: latency_ms: number 1e400 is out of range' \
   '{"now_s":1,"latency_ms":1,"frames":1.5,"live":16}|frames.: expected a whole number' \
   '{"now_s":1,"latency_ms":1,"frames":1,"live":1e300}|live.: expected a whole number' \
   '{"now_s":1,"latency_ms":1,"frames":1,"live":1,"x":2}|unknown field .x.' \
+  '{"now_s":1,"now_s":9,"latency_ms":1,"frames":1,"live":1}|line 1: now_s: duplicate key' \
   $'{"now_s":2,"latency_ms":1,"frames":1,"live":1}\n{"now_s":1,"latency_ms":1,"frames":1,"live":1}|line 2: field .now_s.: expected at least'; do
   cases=$((cases + 1))
   printf '%s\n' "${bad%|*}" | "$bin" admit --scenario "$admit_scenario" >"$tmp/out" 2>"$tmp/err"
@@ -454,5 +455,10 @@ for bad in '{"now_s":1,"latency_ms":1e400,"frames":100,"live":16}|expected a JSO
   [[ $rc -eq 2 ]] && grep -Eq -- "${bad##*|}" "$tmp/err" ||
     fail "admit on ${bad%|*} -> rc=$rc, want exit 2 and /${bad##*|}/; stderr: $(head -c 300 "$tmp/err")"
 done
+# A directory is no driver (it read as an empty stream, exit 0); a line of spaces is a blank line.
+expect_error "stdin: expected the driver's lines \\(a pipe or a file\\), got a directory" admit --scenario "$admit_scenario" <"$tmp"
+cases=$((cases + 1))
+printf '   \n{"now_s":1,"latency_ms":1,"frames":1,"live":1}\n' | "$bin" admit --scenario "$admit_scenario" >"$tmp/out" 2>"$tmp/err" &&
+  [[ $(wc -l <"$tmp/out") -eq 2 ]] || fail "admit: a line of spaces: $(head -c 300 "$tmp/err")"
 
 finish "hostile-input checks"
