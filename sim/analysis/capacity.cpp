@@ -13,6 +13,7 @@
 #include "sim/analysis/report.h"
 #include "sim/closed_form/first_order.h"
 #include "sim/closed_form/service_rate.h"
+#include "sim/config/config_limits.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine/engine.h"
@@ -147,6 +148,12 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   // evenly spread cap, which binds, not in its place: a run's phases are one draw among many.
   c.random_phases = s.workload.arrival.random();
   if (c.random_phases) {
+    if (!seeds_fit(s.seed, phase_draws)) {
+      throw ConfigError(fmt::format(
+          "--phase-draws {} from seed {}: the last draw's seed is past {}, the largest scenario "
+          "seed",
+          phase_draws, s.seed, kMaxSeed));
+    }
     std::vector<int64_t> caps;
     for (int k = 0; k < std::max(1, phase_draws); ++k) {
       Scenario sc = s;

@@ -62,6 +62,22 @@ Scenario candidate_scenario(const Scenario& base, const PlanSpec& spec, const Pl
                                        c.autoscaled ? " autoscaled" : ""));
 }
 
+// Why a fleet fails the plan's tests, "" where it meets them: the one verdict a search gives and
+// a merge checks a shard's against.
+std::string why_not(const PlanFleet& f, double deadline_ms) {
+  if (f.replicas_stalled > 0) {
+    return fmt::format("{} of {} replicas stalled", f.replicas_stalled, f.replicas);
+  }
+  if (f.calls_rejected > 0) return fmt::format("{} calls turned away", f.calls_rejected);
+  if (!(f.true_p99_ms <= deadline_ms)) {
+    return std::isfinite(f.true_p99_ms)
+               ? fmt::format("true p99 {:.1f} ms over the {:.1f} ms deadline", f.true_p99_ms,
+                             deadline_ms)
+               : std::string("frames never served (true p99 censored)");
+  }
+  return "";
+}
+
 PlanFleet run_fleet(const Scenario& base, const PlanSpec& spec, const PlanCandidate& c,
                     int64_t replicas) {
   const Scenario s = candidate_scenario(base, spec, c, replicas);
@@ -80,17 +96,7 @@ PlanFleet run_fleet(const Scenario& base, const PlanSpec& spec, const PlanCandid
   f.call_hours = static_cast<double>(t.frames_due) * s.workload.frame_period_s / 3600;
   f.hours = s.horizon_s / 3600;
   f.gpu_hours = r.gpu_seconds() / 3600;
-  const double deadline_ms = s.workload.deadline() * 1e3;
-  if (f.replicas_stalled > 0) {
-    f.why_not = fmt::format("{} of {} replicas stalled", f.replicas_stalled, replicas);
-  } else if (f.calls_rejected > 0) {
-    f.why_not = fmt::format("{} calls turned away", f.calls_rejected);
-  } else if (!(f.true_p99_ms <= deadline_ms)) {
-    f.why_not = std::isfinite(f.true_p99_ms)
-                    ? fmt::format("true p99 {:.1f} ms over the {:.1f} ms deadline", f.true_p99_ms,
-                                  deadline_ms)
-                    : std::string("frames never served (true p99 censored)");
-  }
+  f.why_not = why_not(f, s.workload.deadline() * 1e3);
   f.meets = f.why_not.empty();
   return f;
 }
@@ -334,7 +340,8 @@ json fleet_state(const std::optional<PlanFleet>& f) {
 }
 
 // `where` names the shard file and row, for a value no search could have written.
-std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& where) {
+std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& where,
+                                          double deadline_ms) {
   if (j.is_null()) return std::nullopt;
   if (!j.is_object()) throw ConfigError(where + ": expected a searched fleet (an object) or null");
   // The value at key, of the JSON type `is` tests.
@@ -375,6 +382,14 @@ std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& wher
   f.call_hours = amount("call_hours", kAny);
   f.hours = amount("hours", kAny);
   f.gpu_hours = amount("gpu_hours", kAny);
+  // Only the direction a rounded number cannot blur: a fleet that meets the tests has the numbers
+  // that do (the shard's p99 carries 6 significant digits, so its why_not is not rewritten).
+  if (f.meets != f.why_not.empty() || (f.meets && !why_not(f, deadline_ms).empty())) {
+    throw ConfigError(fmt::format(
+        "{}: meets {}, why_not \"{}\": not the verdict of its numbers ({}); a shard is plan "
+        "--shard's output, not edited by hand",
+        where, f.meets, f.why_not, f.meets ? why_not(f, deadline_ms) : "no reason given"));
+  }
   return f;
 }
 
@@ -481,8 +496,9 @@ Plan merge_plan(const Scenario& base, const PlanSpec& spec,
         }
         PlanCandidate& c = p.candidates[i];
         const std::string where = fmt::format("{}: candidates[{}]", file, i);
-        c.best = fleet_from_state(row.at("best"), where + ".best");
-        c.short_of = fleet_from_state(row.at("one_fewer"), where + ".one_fewer");
+        const double deadline_ms = base.workload.deadline() * 1e3;
+        c.best = fleet_from_state(row.at("best"), where + ".best", deadline_ms);
+        c.short_of = fleet_from_state(row.at("one_fewer"), where + ".one_fewer", deadline_ms);
         const json& runs = row.at("simulations");
         if (!runs.is_number_unsigned()) {
           throw ConfigError(

@@ -19,6 +19,7 @@
 #include "sim/analysis/capacity.h"
 #include "sim/analysis/report.h"
 #include "sim/closed_form/first_order.h"
+#include "sim/config/config_limits.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine/engine.h"
@@ -101,6 +102,12 @@ std::vector<std::pair<std::pair<int64_t, int64_t>, double>> read_ppl_ratios(
       full = v;
     } else if (p["window"].is_number_integer()) {
       const std::pair<int64_t, int64_t> ws{p["window"].get<int64_t>(), p["sinks"].get<int64_t>()};
+      if (ws.first < 1 || ws.second < 0) {
+        throw bad(
+            fmt::format("perplexity[]: window {}, sinks {}: a window is >= 1 token and sinks "
+                        ">= 0",
+                        ws.first, ws.second));
+      }
       for (const auto& [seen, _] : ppl) {
         if (seen == ws) {
           throw bad("perplexity: window " + std::to_string(ws.first) + ", sinks " +
@@ -129,6 +136,11 @@ Recommendation recommend(const Scenario& base, const RecommendSpec& spec) {
   }
   const size_t n = out.cells.size();
   const auto seeds = static_cast<size_t>(spec.seeds);
+  if (!seeds_fit(base.seed, spec.seeds)) {
+    throw ConfigError(
+        fmt::format("--seeds {} from seed {}: the last seed is past {}, the largest scenario seed",
+                    spec.seeds, base.seed, kMaxSeed));
+  }
   // One task per capacity search and per seeded run; results land in their own slots, so the
   // output does not depend on the thread count.
   const size_t tasks = n * (1 + seeds);

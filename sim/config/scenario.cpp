@@ -611,8 +611,7 @@ const ConfigFields<Scenario>& scenario_fields() {
        }},
       number_field("horizon_s", &S::horizon_s, 1e-9, kMaxSeconds, kRequired),
       {[](JsonSection& t, S& s) {
-         s.seed =
-             static_cast<uint64_t>(t.integer("seed", 1, 0, std::numeric_limits<int64_t>::max()));
+         s.seed = static_cast<uint64_t>(t.integer("seed", 1, 0, static_cast<int64_t>(kMaxSeed)));
        },
        [](const S& s, json& j) { j["seed"] = s.seed; }},
       {[](JsonSection& t, S& s) { s.admission = parse_admission(t.section("admission")); },

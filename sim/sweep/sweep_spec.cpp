@@ -11,6 +11,7 @@
 
 #include "base/config_error.h"
 #include "base/json_file.h"
+#include "sim/config/config_limits.h"
 #include "sim/fleet/fleet_config.h"
 
 namespace metronome {
@@ -159,29 +160,24 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
-// A scenario's seed is at most INT64_MAX (sim/config/scenario.cpp): a sweep must not accept seeds
-// that `simulate --seed` refuses.
-[[noreturn]] void seed_out_of_range(const std::string& digits, const std::string& what) {
-  throw ConfigError(what + ": " + digits +
-                    " is out of range (expected at most 9223372036854775807, the largest "
-                    "scenario seed)");
-}
-void check_seed_range(uint64_t v, const std::string& what) {
-  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    seed_out_of_range(std::to_string(v), what);
-  }
+// A sweep must not accept seeds that `simulate --seed` refuses (nor shard numbers past them).
+[[noreturn]] void out_of_range(const std::string& digits, const std::string& what,
+                               const char* bound) {
+  throw ConfigError(what + ": " + digits + " is out of range (expected at most " +
+                    std::to_string(kMaxSeed) + ", " + bound + ")");
 }
 
 // Decimal digits only: no sign (-1 would wrap), no leading zero (010 reads as octal elsewhere).
-uint64_t parse_u64(const std::string& s, const std::string& what) {
+uint64_t parse_u64(const std::string& s, const std::string& what,
+                   const char* bound = "the largest scenario seed") {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos ||
       (s.size() > 1 && s[0] == '0')) {
     throw ConfigError(what + ": \"" + s.substr(0, 40) +
                       "\" is not a non-negative decimal integer without leading zeros");
   }
-  if (s.size() > 19) seed_out_of_range(s.size() > 40 ? s.substr(0, 40) + "..." : s, what);
+  if (s.size() > 19) out_of_range(s.size() > 40 ? s.substr(0, 40) + "..." : s, what, bound);
   const uint64_t v = std::stoull(s);
-  check_seed_range(v, what);
+  if (v > kMaxSeed) out_of_range(s, what, bound);
   return v;
 }
 
@@ -245,8 +241,8 @@ Shard parse_shard(const std::string& arg) {
   const auto slash = arg.find('/');
   if (slash == std::string::npos) throw ConfigError(where + ": expected I/N, e.g. 0/4");
   Shard s;
-  s.index = static_cast<int64_t>(parse_u64(arg.substr(0, slash), where));
-  s.count = static_cast<int64_t>(parse_u64(arg.substr(slash + 1), where));
+  s.index = static_cast<int64_t>(parse_u64(arg.substr(0, slash), where, "the largest shard index"));
+  s.count = static_cast<int64_t>(parse_u64(arg.substr(slash + 1), where, "the largest shard count"));
   if (s.count < 1 || s.index >= s.count) {
     throw ConfigError(where + ": need N >= 1 and 0 <= I < N (shards are numbered from 0)");
   }
@@ -306,7 +302,10 @@ SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path) {
         for (const auto& x : v) {
           if (!x.is_number_unsigned())
             throw ConfigError(path + ": seeds: expected non-negative integers");
-          check_seed_range(x.get<uint64_t>(), path + ": seeds");
+          if (x.get<uint64_t>() > kMaxSeed) {
+            out_of_range(std::to_string(x.get<uint64_t>()), path + ": seeds",
+                         "the largest scenario seed");
+          }
           s.seeds.push_back(x.get<uint64_t>());
         }
         check_distinct_seeds(s.seeds, path + ": seeds");

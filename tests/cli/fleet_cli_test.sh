@@ -169,7 +169,9 @@ grep -q 'unbounded KV' "$tmp/pk.txt" || fail "plan --kv unbounded: no unbounded 
 expect_error '--shard 3/2: need N >= 1 and 0 <= I < N' "${plan[@]}" --shard 3/2
 expect_error 'shard 1 of 3 is missing' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps2.json"
 expect_error 'ps0.json: search: this shard searched other candidates' "${plan[@]}" --kv windowed,unbounded --sinks 8 --merge "$tmp"/ps?.json
-expect_error 'ps0.json: shard 0 of 3 given twice' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps0.json"
+expect_error -- '--merge: .*/ps0.json is given twice' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps0.json"
+cp "$tmp/ps0.json" "$tmp/ps0_copy.json"
+expect_error 'ps0_copy.json: shard 0 of 3 given twice' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps0_copy.json"
 expect_error '--shard excludes --merge' "${plan[@]}" --shard 0/2 --merge "$tmp/ps0.json"
 # A shard edited by hand: a fleet of -3 replicas is no search's result.
 mkdir -p "$tmp/bad"
@@ -179,6 +181,10 @@ expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a count >= 
 $py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"]][0]; c["best"]["replicas"] = "3"; json.dump(s, open(sys.argv[2], "w"))' \
   "$tmp/ps0.json" "$tmp/bad/ps0.json"
 expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a whole number, got "3"' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
+# ... or a fleet said to meet the tests whose p99 is past the deadline
+$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"] and r["best"]["meets"]][0]; c["best"]["true_p99_ms"] = 1e308; json.dump(s, open(sys.argv[2], "w"))' \
+  "$tmp/ps0.json" "$tmp/bad/ps0.json"
+expect_error 'ps0.json: candidates\[[0-9]+\].best: meets true, why_not "": not the verdict of its numbers \(true p99 .* ms over the 80.0 ms deadline\)' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
 $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480

@@ -423,6 +423,12 @@ expect_error -- '--out: expected a value, got an empty string' calibrate run --m
 expect_error -- '--windows: 240 is given twice \(expected each value once\)' recommend --windows 240 480 240
 expect_error -- '--gpus: h200 is given twice' plan --gpus h200,h100,h200
 expect_error -- '--grid engine.num_blocks: 100.0 is given twice' sweep --grid engine.num_blocks=100,1e2 --out "$tmp/grid_twice"
+# Seeds seed, seed + 1, ... past the largest scenario seed (it used to run them regardless).
+expect_error -- '--seeds 3 from seed 9223372036854775807: the last seed is past 9223372036854775807' recommend --seed 9223372036854775807 --seeds 3
+expect_error -- '--shard 0/18446744073709551616: .* is out of range \(expected at most 9223372036854775807, the largest shard count\)' sweep --shard 0/18446744073709551616 --out "$tmp/shard_big"
+# A quality file with a negative window is no metronome quality output.
+printf '{"perplexity":[{"window":null,"sinks":0,"ppl_from":10},{"window":-256,"sinks":-4,"ppl_from":11}]}' >"$tmp/q_neg.json"
+expect_error 'q_neg.json: perplexity\[\]: window -256, sinks -4: a window is >= 1 token and sinks >= 0' recommend --quality "$tmp/q_neg.json" --windows 240 --sinks 0
 # capacity: 0 s is no probe (it used to mean the default); phase draws need drawn phases.
 expect_error -- '--probe-s: Value 0 not in range' capacity --probe-s 0
 cases=$((cases + 1))
