@@ -31,24 +31,21 @@ ControlSignal parse_signal(const std::string& line, int64_t n) {
   const std::string where = "stdin line " + std::to_string(n);
   // Read as strictly as a scenario file (a key given twice is an error, not the last one).
   const std::optional<nlohmann::json> parsed = parse_json_if_json(line, where);
-  if (!parsed) {  // a syntax error
+  if (!parsed || !parsed->is_object()) {  // a syntax error, or an array, a number...
     throw ConfigError(where +
                       ": expected a JSON object {\"now_s\", \"latency_ms\", \"frames\", "
                       "\"live\"}, got: " +
                       line.substr(0, 80));
   }
   const nlohmann::json& j = *parsed;
-  if (j.is_object()) {
-    for (const auto& item : j.items()) {
-      const std::string& key = item.key();
-      if (key != "now_s" && key != "latency_ms" && key != "frames" && key != "live")
-        throw ConfigError(where + ": unknown field '" + key +
-                          "'; expected now_s, latency_ms, frames and live");
-    }
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
+    if (key != "now_s" && key != "latency_ms" && key != "frames" && key != "live")
+      throw ConfigError(where + ": unknown field '" + key +
+                        "'; expected now_s, latency_ms, frames and live");
   }
   auto number = [&](const char* key, bool null_ok) -> double {
-    if (!j.is_object() || !j.contains(key))
-      throw ConfigError(where + ": field '" + key + "' missing");
+    if (!j.contains(key)) throw ConfigError(where + ": field '" + key + "' missing");
     const auto& v = j[key];
     if (v.is_null() && null_ok) return INFINITY;  // censored: no answer in the interval's quantile
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {

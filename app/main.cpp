@@ -40,7 +40,9 @@ std::string suggestions(CLI::App& app, int argc, char** argv) {
       for (const CLI::App* c : cmd->get_subcommands({})) names.push_back(c->get_name());
       if (!names.empty()) {
         const std::string n = metronome::nearest_name(arg, names);
-        if (!n.empty()) out += "metronome: did you mean \"" + n + "\" for \"" + arg + "\"?\n";
+        out += n.empty() ? "metronome: \"" + arg + "\" is not a command of " + cmd->get_name() +
+                               " (--help lists them)\n"
+                         : "metronome: did you mean \"" + n + "\" for \"" + arg + "\"?\n";
       }
       continue;
     }

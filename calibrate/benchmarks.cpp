@@ -262,6 +262,10 @@ int run_benchmarks(const BenchRequest& r) {
               << std::strerror(errno) << ")\n";
     return 2;
   }
+  // mkstemp makes the file private (0600); --out gets the mode any other output file gets.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(tmp_fd, 0666 & ~mask);
   ::close(tmp_fd);
   struct Remove {
     std::string path;

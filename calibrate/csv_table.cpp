@@ -50,7 +50,9 @@ CsvTable CsvTable::parse(const std::string& text, const std::string& source) {
     row.clear();
     any = false;
   };
-  for (size_t i = 0; i < text.size(); ++i) {
+  // A byte-order mark (spreadsheets write one) is no part of the first column's name.
+  const size_t start = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  for (size_t i = start; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
       if (c == '"') {

@@ -429,6 +429,11 @@ expect_error -- '--shard 0/18446744073709551616: .* is out of range \(expected a
 # A quality file with a negative window is no metronome quality output.
 printf '{"perplexity":[{"window":null,"sinks":0,"ppl_from":10},{"window":-256,"sinks":-4,"ppl_from":11}]}' >"$tmp/q_neg.json"
 expect_error 'q_neg.json: perplexity\[\]: window -256, sinks -4: a window is >= 1 token and sinks >= 0' recommend --quality "$tmp/q_neg.json" --windows 240 --sinks 0
+# A word that is no command, and near none, is named (it only said a subcommand was required).
+cases=$((cases + 1))
+"$bin" bogus >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q '"bogus" is not a command of metronome' "$tmp/err" || fail "metronome bogus -> rc=$rc: $(head -c 300 "$tmp/err")"
 # capacity: 0 s is no probe (it used to mean the default); phase draws need drawn phases.
 expect_error -- '--probe-s: Value 0 not in range' capacity --probe-s 0
 cases=$((cases + 1))
@@ -454,6 +459,7 @@ for bad in '{"now_s":1,"latency_ms":1e400,"frames":100,"live":16}|line 1: latenc
   '{"now_s":1,"latency_ms":1,"frames":1,"live":1e300}|live.: expected a whole number' \
   '{"now_s":1,"latency_ms":1,"frames":1,"live":1,"x":2}|unknown field .x.' \
   '{"now_s":1,"now_s":9,"latency_ms":1,"frames":1,"live":1}|line 1: now_s: duplicate key' \
+  '[1,2,3]|line 1: expected a JSON object' \
   $'{"now_s":2,"latency_ms":1,"frames":1,"live":1}\n{"now_s":1,"latency_ms":1,"frames":1,"live":1}|line 2: field .now_s.: expected at least'; do
   cases=$((cases + 1))
   printf '%s\n' "${bad%|*}" | "$bin" admit --scenario "$admit_scenario" >"$tmp/out" 2>"$tmp/err"

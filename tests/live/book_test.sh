@@ -61,6 +61,14 @@ expect_error 'frames.csv:[0-9]+: tokens: expected 0 to 1e9, got -5' book --scena
 sed 's/^3,7,\([^,]*\),\([^,]*\),\([^,]*\),[^,]*,/3,7,\1,\2,\3,1e300,/' "$rec/frames.csv" >"$tmp/cut/frames.csv"
 expect_error 'frames.csv:[0-9]+: done_s: expected 0 to 1e9, got 1e\+300' book --scenario "$scen" --records "$tmp/cut"
 expect_error 'frames.csv.*(missing|No such file|not found)' book --scenario "$scen" --records "$tmp/nothing"
+# A frames.csv a spreadsheet saved (a byte-order mark first) books as the plain one
+mkdir -p "$tmp/bom"
+cp "$rec"/* "$tmp/bom/"
+{ printf '\xef\xbb\xbf'; cat "$rec/frames.csv"; } >"$tmp/bom/frames.csv"
+cases=$((cases + 1))
+"$bin" book --scenario "$scen" --records "$tmp/bom" --out "$tmp/bom_out" >/dev/null 2>"$tmp/err" &&
+  cmp -s "$tmp/bom_out/timeseries.csv" "$tmp/unbounded_stall/timeseries.csv" ||
+  fail "book: a frames.csv with a byte-order mark: $(head -c 300 "$tmp/err")"
 # Another scenario's recording with the same callers (a window changes no release)
 expect_error 'run.json: scenario: the run drove "live-sliding-window", not the scenario given \("live-unbounded-stall"\)' \
   book --scenario "$scen" --records "$src/results/live/sliding_window/live"
