@@ -88,10 +88,12 @@ Run add_plan(CLI::App& app) {
     if (spec.gpus.empty()) throw ConfigError("--gpus: expected at least one GPU");
     o->quality_floor.apply(spec);
     if (!o->autoscale.empty()) {
-      spec.autoscale = nlohmann::json::parse(o->autoscale, nullptr, false);
-      if (spec.autoscale.is_discarded() || !spec.autoscale.is_object()) {
+      // As strict as a scenario file's own fleet.autoscale (a key given twice is an error).
+      const auto parsed = parse_json_if_json(o->autoscale, "--autoscale");
+      if (!parsed || !parsed->is_object()) {
         throw ConfigError("--autoscale: expected a JSON object (a fleet.autoscale section)");
       }
+      spec.autoscale = *parsed;
     }
     spec.progress = true;  // stderr_progress decides: terminal or not, --quiet
     // No fleet that meets the tests is an answer too ("best" is null): exit 0.

@@ -189,6 +189,7 @@ $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480
 expect_error '--tp: ' plan --tp 3
+expect_error -- '--autoscale: startup_s: duplicate key' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 --autoscale '{"signal":"sessions","startup_s":5,"startup_s":6}'
 # --autoscale: each candidate also autoscaled, priced by the GPU-hours it ran
 "$bin" plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 \
   --max-replicas 4 --autoscale '{"signal":"sessions","scale_up_above":150,"scale_down_below":50,"startup_s":5,"interval_s":2}' \
