@@ -139,6 +139,12 @@ void check_benchmark_args(const std::vector<std::string>& args) {
                                   " is set by calibrate run (the JSON goes to --out); expected "
                                   "another --benchmark_* flag");
     }
+    // Each benchmark states its own repetitions and time (the grid's), which these would not move.
+    if (name == "--benchmark_repetitions" || name == "--benchmark_min_time") {
+      throw std::invalid_argument("--benchmark-arg " + a + ": " + name +
+                                  " is set by the grid for each benchmark (--grid's warm-up and "
+                                  "repetitions); expected another --benchmark_* flag");
+    }
   }
 }
 

@@ -434,6 +434,7 @@ cases=$((cases + 1))
 "$bin" bogus >/dev/null 2>"$tmp/err"
 rc=$?
 [[ $rc -eq 2 ]] && grep -q '"bogus" is not a command of metronome' "$tmp/err" || fail "metronome bogus -> rc=$rc: $(head -c 300 "$tmp/err")"
+expect_error -- '--benchmark_repetitions is set by the grid for each benchmark' calibrate run --model tiny --backend cpu --grid ci --out "$tmp/bench_rep.json" --benchmark-arg=--benchmark_repetitions=0
 # capacity: 0 s is no probe (it used to mean the default); phase draws need drawn phases.
 expect_error -- '--probe-s: Value 0 not in range' capacity --probe-s 0
 cases=$((cases + 1))
