@@ -114,9 +114,10 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
         static_cast<double>(blocks * real.engine.block_size);
     if (bytes > kMaxCpuPoolBytes) {
       throw ConfigError(fmt::format(
-          "{}: the cpu backend would allocate {:.1f} GiB of host memory for {} blocks of {}; use "
-          "a small model (tiny) and --num-blocks",
-          real.source, bytes / (1 << 30), blocks, real.model.name));
+          "{}: the cpu backend would allocate {:.1f} GiB of host memory for {} blocks of {}; "
+          "expected at most {:.0f} GiB (fewer blocks with --num-blocks{})",
+          real.source, bytes / (1 << 30), blocks, real.model.name, kMaxCpuPoolBytes / (1 << 30),
+          real.model.name == "tiny" ? "" : ", or a small model such as tiny"));
     }
   }
   {

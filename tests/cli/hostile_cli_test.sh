@@ -435,6 +435,7 @@ cases=$((cases + 1))
 rc=$?
 [[ $rc -eq 2 ]] && grep -q '"bogus" is not a command of metronome' "$tmp/err" || fail "metronome bogus -> rc=$rc: $(head -c 300 "$tmp/err")"
 expect_error -- '--benchmark_repetitions is set by the grid for each benchmark' calibrate run --model tiny --backend cpu --grid ci --out "$tmp/bench_rep.json" --benchmark-arg=--benchmark_repetitions=0
+expect_error 'the cpu backend would allocate 32768.0 GiB of host memory for 1073741824 blocks of tiny; expected at most 4 GiB \(fewer blocks with --num-blocks\)$' replay --scenario "$src/scenarios/replay/tiny_cpu_unbounded.json" --num-blocks 1073741824
 # capacity: 0 s is no probe (it used to mean the default); phase draws need drawn phases.
 expect_error -- '--probe-s: Value 0 not in range' capacity --probe-s 0
 cases=$((cases + 1))
