@@ -211,8 +211,8 @@ GridAxis parse_grid_axis(const std::string& arg) {
   return a;
 }
 
-std::vector<uint64_t> parse_seeds(const std::string& arg) {
-  const std::string where = "--seeds " + argument_preview(arg);
+std::vector<uint64_t> parse_seeds(const std::string& arg, const std::string& named) {
+  const std::string where = named.empty() ? "--seeds " + argument_preview(arg) : named;
   std::vector<uint64_t> seeds;
   if (const auto dots = arg.find(".."); dots != std::string::npos) {
     const uint64_t a = parse_u64(arg.substr(0, dots), where);
@@ -242,7 +242,8 @@ Shard parse_shard(const std::string& arg) {
   if (slash == std::string::npos) throw ConfigError(where + ": expected I/N, e.g. 0/4");
   Shard s;
   s.index = static_cast<int64_t>(parse_u64(arg.substr(0, slash), where, "the largest shard index"));
-  s.count = static_cast<int64_t>(parse_u64(arg.substr(slash + 1), where, "the largest shard count"));
+  s.count =
+      static_cast<int64_t>(parse_u64(arg.substr(slash + 1), where, "the largest shard count"));
   if (s.count < 1 || s.index >= s.count) {
     throw ConfigError(where + ": need N >= 1 and 0 <= I < N (shards are numbered from 0)");
   }
@@ -295,9 +296,9 @@ SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path) {
       }
     } else if (k == "seeds") {
       if (v.is_string()) {
-        s.seeds = parse_seeds(v.get<std::string>());
+        s.seeds = parse_seeds(v.get<std::string>(), path + ": seeds " + v.dump());
       } else if (v.is_number_unsigned()) {
-        s.seeds = parse_seeds(std::to_string(v.get<uint64_t>()));
+        s.seeds = parse_seeds(std::to_string(v.get<uint64_t>()), path + ": seeds " + v.dump());
       } else if (v.is_array()) {
         for (const auto& x : v) {
           if (!x.is_number_unsigned())

@@ -47,7 +47,8 @@ struct SweepSpec {
 // "key=v1,v2,v3": commas inside JSON objects, arrays or strings do not split.
 GridAxis parse_grid_axis(const std::string& arg);
 // "N" (seeds 1..N), "a..b" (inclusive) or "a,b,c".
-std::vector<uint64_t> parse_seeds(const std::string& arg);
+// `where` names the value in errors (default "--seeds ARG"; a sweep file names its own field).
+std::vector<uint64_t> parse_seeds(const std::string& arg, const std::string& where = "");
 // ConfigError naming `where` and the first seed that appears twice.
 void check_distinct_seeds(const std::vector<uint64_t>& seeds, const std::string& where);
 Shard parse_shard(const std::string& arg);

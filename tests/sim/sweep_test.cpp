@@ -108,6 +108,19 @@ TEST(SweepArgs, SeedsAreStrictDecimalAndDistinct) {
   EXPECT_THROW(parse_shard("01/4"), ConfigError);
   EXPECT_THROW(parse_sweep_spec(nlohmann::json::parse(R"({"seeds": [2, 2]})"), "s.json"),
                ConfigError);
+  // A sweep file's seeds are blamed on the file, not on a --seeds flag nobody gave.
+  try {
+    parse_sweep_spec(nlohmann::json::parse(R"({"seeds": "5..1"})"), "s.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "s.json: seeds \"5..1\": empty range (the end is before the start)");
+  }
+  // A grid axis names each value once: the same point would run twice.
+  SweepSpec twice;
+  twice.seeds = {1};
+  twice.axes.push_back(parse_grid_axis("engine.num_blocks=100,200,1e2"));
+  EXPECT_THROW(twice.check_limits(), ConfigError);
 }
 
 TEST(SweepArgs, GridSizeIsCheckedBeforeExpansion) {
