@@ -4,10 +4,11 @@
 // it apply one rule. A line protocol: one JSON object per control interval on stdin, the cap after
 // it on stdout.
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -89,10 +90,6 @@ Run add_admit(CLI::App& app) {
   auto o = std::make_shared<ScenarioOptions>();
   o->add_to(*cmd);
   return [o]() {
-    // A directory reads as an empty stream, which would look like a driver that said nothing.
-    if (struct stat st{}; fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {
-      throw ConfigError("stdin: expected the driver's lines (a pipe or a file), got a directory");
-    }
     const Scenario s = o->load();
     auto controller = s.admission.policy->make_controller(s.workload.deadline());
     auto emit = [&] {
@@ -116,8 +113,12 @@ Run add_admit(CLI::App& app) {
       if (controller->adaptive()) controller->on_interval(sig);
       emit();
     }
-    // The end of input is the driver's goodbye; a stdin that failed is not.
-    if (std::cin.bad() || !std::cin.eof()) throw IoError("stdin: read failed");
+    // The end of input is the driver's goodbye; a read that failed (a directory, a descriptor
+    // not open for reading) only looks like one to the stream, so stdio's error flag is asked.
+    if (std::ferror(stdin) || std::cin.bad()) {
+      throw ConfigError(std::string("stdin: cannot read the driver's lines (") +
+                        (errno ? std::strerror(errno) : "read failed") + ")");
+    }
     return 0;
   };
 }

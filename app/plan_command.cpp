@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/mpi_shards.h"
+#include "app/option_checks.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
 #include "base/json_file.h"
@@ -42,13 +43,16 @@ Run add_plan(CLI::App& app) {
                   "Tensor-parallel degrees to try (default 1,2,4,8); those the model refuses are "
                   "skipped")
       ->delimiter(',')
+      ->check(kDecimalInteger)
       ->check(CLI::IsMember({int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}));
   cmd->add_option("--windows", o->spec.windows,
                   "Window sizes W to try, tokens (default 240 480 960 1920)")
       ->delimiter(',')
+      ->check(kDecimalInteger)
       ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
   cmd->add_option("--sinks", o->spec.sinks, "Sink sizes S to try, tokens (default 16)")
       ->delimiter(',')
+      ->check(kDecimalInteger)
       ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
   cmd->add_option("--kv", o->spec.kv_policies,
                   "KV policies to try (default windowed): windowed (each W x S) and unbounded "

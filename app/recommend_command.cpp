@@ -35,17 +35,21 @@ Run add_recommend(CLI::App& app) {
   cmd->add_option("--windows", o->windows,
                   "Window sizes W to try, tokens (default 240 480 960 1920)")
       ->delimiter(',')
+      ->check(kDecimalInteger)
       ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
   cmd->add_option("--sinks", o->sinks, "Sink sizes S to try, tokens (default 0 4 16)")
       ->delimiter(',')
+      ->check(kDecimalInteger)
       ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
   cmd->add_option("--seeds", o->seeds, "Seeds per cell for N* (default 5: seed, seed+1, ...)")
       ->check(CLI::Range(int64_t{1}, int64_t{10'000}));
   cmd->add_option("--min-window", o->min_window,
                   "Quality floor: the smallest window acceptable, tokens (default 0)")
+      ->check(kDecimalInteger)
       ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
   cmd->add_option("--min-sinks", o->min_sinks,
                   "Quality floor: the fewest sink tokens acceptable (default 0)")
+      ->check(kDecimalInteger)
       ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
   o->quality_floor.add_to(*cmd);
   cmd->add_option("--quality-within", o->quality_within_pct,

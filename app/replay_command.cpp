@@ -55,13 +55,17 @@ Run add_replay(CLI::App& app) {
                   "output.sample_period_s apart), frames.csv, steps.csv, pool.csv and the resolved "
                   "scenarios; created if missing");
   return [o]() {
+    // A backend that cannot run here exits 3 (tests and scripts tell it from bad input, 2).
+    const auto unavailable = [](const replay::BackendUnavailable& e) {
+      std::cerr << "metronome replay: " << e.what() << "\n";
+      return 3;
+    };
     // A build without the GPU backend says so before it reads or resolves anything.
     if (o->backend == "gpu" && !replay::gpu_backend_compiled()) {
       try {
         replay::make_gpu_backend({});
       } catch (const replay::BackendUnavailable& e) {
-        std::cerr << "metronome replay: " << e.what() << "\n";
-        return 3;
+        return unavailable(e);
       }
     }
     if (o->scenario.scenario.empty()) {
@@ -112,8 +116,7 @@ Run add_replay(CLI::App& app) {
     try {
       r = replay::replay(real, simulated, o->backend);
     } catch (const replay::BackendUnavailable& e) {
-      std::cerr << "metronome replay: " << e.what() << "\n";
-      return 3;
+      return unavailable(e);
     }
     if (!o->out.empty()) replay::write_replay_dir(r, o->out);
     if (o->scenario.json) {

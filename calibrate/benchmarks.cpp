@@ -142,7 +142,7 @@ void check_benchmark_args(const std::vector<std::string>& args) {
     // Each benchmark states its own repetitions and time (the grid's), which these would not move.
     if (name == "--benchmark_repetitions" || name == "--benchmark_min_time") {
       throw std::invalid_argument("--benchmark-arg " + a + ": " + name +
-                                  " is set by the grid for each benchmark (--grid's warm-up and "
+                                  " is set by the grid for each benchmark (its min_time_s and "
                                   "repetitions); expected another --benchmark_* flag");
     }
   }

@@ -382,13 +382,12 @@ std::optional<PlanFleet> fleet_from_state(const json& j, const std::string& wher
   f.call_hours = amount("call_hours", kAny);
   f.hours = amount("hours", kAny);
   f.gpu_hours = amount("gpu_hours", kAny);
-  // Only the direction a rounded number cannot blur: a fleet that meets the tests has the numbers
-  // that do (the shard's p99 carries 6 significant digits, so its why_not is not rewritten).
-  if (f.meets != f.why_not.empty() || (f.meets && !why_not(f, deadline_ms).empty())) {
+  // A shard's numbers are exact doubles, so the verdict they give is the one its search wrote.
+  if (const std::string why = why_not(f, deadline_ms); f.meets != why.empty() || f.why_not != why) {
     throw ConfigError(fmt::format(
-        "{}: meets {}, why_not \"{}\": not the verdict of its numbers ({}); a shard is plan "
-        "--shard's output, not edited by hand",
-        where, f.meets, f.why_not, f.meets ? why_not(f, deadline_ms) : "no reason given"));
+        "{}: meets {}, why_not \"{}\": not the verdict of its numbers (meets {}, why_not \"{}\"); "
+        "a shard is plan --shard's output, not edited by hand",
+        where, f.meets, f.why_not, why.empty(), why));
   }
   return f;
 }

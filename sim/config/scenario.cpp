@@ -1145,14 +1145,21 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     if (k == "model.kv_bytes_per_element") kv_bytes_set = a;
   }
   std::vector<std::pair<std::string, std::string>> swapped;
+  nlohmann::json described;  // the descriptions swapped in, no field set yet
   for (size_t i = 0; i < ordered.size(); ++i) {
-    if (i == swaps) follow_swaps(j, swapped, name_set, comment_set);
+    if (i == swaps) {
+      follow_swaps(j, swapped, name_set, comment_set);
+      described = j;
+    }
     const std::string k = set_key(ordered[i]);
     const std::string before = description_name(j, k.c_str());
     apply_set(j, ordered[i], base_dir_of(path));
     if (i < swaps) swapped.emplace_back(before, description_name(j, k.c_str()));
   }
-  if (swaps == ordered.size()) follow_swaps(j, swapped, name_set, comment_set);
+  if (swaps == ordered.size()) {
+    follow_swaps(j, swapped, name_set, comment_set);
+    described = j;
+  }
   std::string source = path.empty() ? "(built-in) scenarios/default.json" : path;
   if (!sets.empty()) source += " (with --set overrides)";
   std::vector<std::string> warnings = follow_workload_sets(j, base, sets, name_set, comment_set);
@@ -1178,7 +1185,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     }
   }
   Scenario s = parse_scenario(j, source);
-  const std::vector<std::string> unused = unused_set_warnings(s, j, sets);
+  const std::vector<std::string> unused = unused_set_warnings(s, described, j, sets);
   warnings.insert(warnings.end(), unused.begin(), unused.end());
   s.warnings.insert(s.warnings.begin(), warnings.begin(), warnings.end());
   return s;

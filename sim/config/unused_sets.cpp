@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
+#include "base/config_error.h"
 #include "base/json_file.h"
 #include "sim/admission/admission_policy.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/cost_models.h"
-#include "sim/cost/layer_ops.h"
 #include "sim/fleet/fleet_config.h"
 #include "sim/fleet/gateway.h"
 #include "sim/fleet/router.h"
@@ -105,12 +106,46 @@ constexpr std::string_view kShapeFields[] = {"model.hidden_size",
                                              "model.kv_bytes_per_element",
                                              "model.weight_bytes_per_param"};
 
-void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s,
+// Whether the --sets moved a field from what the description said, both read as parse_scenario
+// reads them (a field a file leaves out has its default): a --set of the value already there
+// changes nothing, and is worth no warning.
+class Moves {
+ public:
+  Moves(const Scenario& s, const nlohmann::json& described) : s_(s), described_(described) {}
+  bool operator()(const std::string& key) {
+    if (!before_) {
+      after_ = to_json(s_);
+      try {
+        before_ = to_json(parse_scenario(described_, s_.source));
+      } catch (const ConfigError&) {
+        before_ = nlohmann::json();  // a file only its --sets make whole: every set moves
+      }
+    }
+    std::string pointer = "/" + key;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const nlohmann::json::json_pointer at(pointer);
+    const auto value = [&](const nlohmann::json& j) {
+      return j.contains(at) ? j.at(at) : nlohmann::json();
+    };
+    return value(*before_) != value(after_);
+  }
+
+ private:
+  const Scenario& s_;
+  const nlohmann::json& described_;
+  std::optional<nlohmann::json> before_;
+  nlohmann::json after_;
+};
+
+void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s, Moves& moves,
                               const std::vector<std::string>& sets) {
   if (s.cost_model.type != "calibrated") return;
   std::vector<std::string> shaped;
   for (const auto& a : sets) {
-    if (std::ranges::find(kShapeFields, set_key(a)) != std::end(kShapeFields)) shaped.push_back(a);
+    const std::string k = set_key(a);
+    if (std::ranges::find(kShapeFields, k) != std::end(kShapeFields) && moves(k)) {
+      shaped.push_back(a);
+    }
   }
   if (shaped.empty()) return;
   Calibration c;
@@ -120,22 +155,7 @@ void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s,
     return;  // the cost model itself reports an unreadable file
   }
   if (c.model_name != s.model.name) return;  // scaled op by op to this model's shape
-  // A file that records the shape it measured shows which values are its own: a --set back to one
-  // of those changes nothing.
-  constexpr std::pair<std::string_view, int64_t LayerShape::*> kMeasured[] = {
-      {"model.hidden_size", &LayerShape::hidden}, {"model.attention_heads", &LayerShape::heads},
-      {"model.kv_heads", &LayerShape::kv_heads},  {"model.head_dim", &LayerShape::head_dim},
-      {"model.ffn_size", &LayerShape::ffn},       {"model.vocab_size", &LayerShape::vocab}};
-  const LayerShape have = layer_shape(s.model);
-  const auto as_measured = [&](std::string_view key) {
-    if (!c.has_scaling || c.scaling.profiled_model != c.model_name) return false;
-    for (const auto& [k, field] : kMeasured) {
-      if (k == key) return have.*field == c.scaling.shape.*field;
-    }
-    return false;
-  };
   for (const auto& a : shaped) {
-    if (as_measured(set_key(a))) continue;
     out.push_back(fmt::format(
         "--set {}: the step times do not follow {}: the cost model is calibrated on {}, which "
         "measured model \"{}\" and is taken as is for a model of that name; {}",
@@ -148,7 +168,8 @@ void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s,
 
 }  // namespace
 
-std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::json& j,
+std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::json& described,
+                                             const nlohmann::json& j,
                                              const std::vector<std::string>& sets) {
   std::vector<std::string> out;
   warn_ignored_sets(out, j, {"kv_policy"}, kv_policies(), s.kv_policy.type(), sets);
@@ -164,7 +185,8 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
                       sets);
     warn_shadowed_sets(out, j, sets);
   }
-  warn_unscaled_shape_sets(out, s, sets);
+  Moves moves(s, described);
+  warn_unscaled_shape_sets(out, s, moves, sets);
   const bool states_weight_bytes = j.contains("model") && j["model"].is_object() &&
                                    j["model"].contains("weight_bytes") &&
                                    !j["model"]["weight_bytes"].is_null();
@@ -199,7 +221,8 @@ std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::
     }
     // A narrower weight moves a roofline's step time, but a stated weight_bytes still sizes the
     // pool.
-    if (k == "model.weight_bytes_per_param" && states_weight_bytes && !sets_weight_bytes) {
+    if (k == "model.weight_bytes_per_param" && states_weight_bytes && !sets_weight_bytes &&
+        moves(k)) {
       out.push_back(fmt::format(
           "--set {}: the KV pool does not follow {}: model {} states weight_bytes ({:.4g} B), "
           "which "

@@ -16,8 +16,10 @@ namespace metronome {
 // The key of a --set assignment KEY=VALUE (all of it, without a '=').
 std::string set_key(const std::string& assignment);
 
-// `resolved`: the scenario's JSON with every --set applied; `s`: what parse_scenario made of it.
-std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::json& resolved,
+// `described`: the scenario's JSON with its descriptions swapped in (model=, gpu=) but no field
+// set yet; `resolved`: with every --set applied; `s`: what parse_scenario made of it.
+std::vector<std::string> unused_set_warnings(const Scenario& s, const nlohmann::json& described,
+                                             const nlohmann::json& resolved,
                                              const std::vector<std::string>& sets);
 
 }  // namespace metronome

@@ -184,7 +184,11 @@ expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a whole num
 # ... or a fleet said to meet the tests whose p99 is past the deadline
 $py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"] and r["best"]["meets"]][0]; c["best"]["true_p99_ms"] = 1e308; json.dump(s, open(sys.argv[2], "w"))' \
   "$tmp/ps0.json" "$tmp/bad/ps0.json"
-expect_error 'ps0.json: candidates\[[0-9]+\].best: meets true, why_not "": not the verdict of its numbers \(true p99 .* ms over the 80.0 ms deadline\)' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
+expect_error 'ps0.json: candidates\[[0-9]+\].best: meets true, why_not "": not the verdict of its numbers \(meets false, why_not "true p99 .* ms over the 80.0 ms deadline"\)' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
+# ... or one said to fail for a made-up reason
+$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"] and r["best"]["meets"]][0]; c["best"]["meets"] = False; c["best"]["why_not"] = "made up"; json.dump(s, open(sys.argv[2], "w"))' \
+  "$tmp/ps0.json" "$tmp/bad/ps0.json"
+expect_error 'ps0.json: candidates\[[0-9]+\].best: meets false, why_not "made up": not the verdict of its numbers \(meets true, why_not ""\)' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
 $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480

@@ -436,6 +436,16 @@ rc=$?
 [[ $rc -eq 2 ]] && grep -q '"bogus" is not a command of metronome' "$tmp/err" || fail "metronome bogus -> rc=$rc: $(head -c 300 "$tmp/err")"
 expect_error -- '--benchmark_repetitions is set by the grid for each benchmark' calibrate run --model tiny --backend cpu --grid ci --out "$tmp/bench_rep.json" --benchmark-arg=--benchmark_repetitions=0
 expect_error 'the cpu backend would allocate 32768.0 GiB of host memory for 1073741824 blocks of tiny; expected at most 4 GiB \(fewer blocks with --num-blocks\)$' replay --scenario "$src/scenarios/replay/tiny_cpu_unbounded.json" --num-blocks 1073741824
+expect_error -- '--windows: expected a non-negative decimal integer' recommend --windows 0x1E0,480  # 480 twice, spelled two ways
+# --set is the one option that may repeat (the last value wins, as in a file edited twice).
+cases=$((cases + 1))
+"$bin" predict --set horizon_s=10 --set horizon_s=10 >/dev/null 2>"$tmp/err" || fail "a repeated --set was refused: $(head -c 300 "$tmp/err")"
+# A CPU-only build refuses the GPU backend (exit 3) before it reads anything, a scenario included.
+cases=$((cases + 1))
+"$bin" replay --backend gpu >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 3 ]] && grep -q 'gpu backend: .metronome. runs the CPU backend only' "$tmp/err" ||
+  fail "replay --backend gpu without a scenario -> rc=$rc: $(head -c 300 "$tmp/err")"
 # capacity: 0 s is no probe (it used to mean the default); phase draws need drawn phases.
 expect_error -- '--probe-s: Value 0 not in range' capacity --probe-s 0
 cases=$((cases + 1))
@@ -469,8 +479,15 @@ for bad in '{"now_s":1,"latency_ms":1e400,"frames":100,"live":16}|line 1: latenc
   [[ $rc -eq 2 ]] && grep -Eq -- "${bad##*|}" "$tmp/err" ||
     fail "admit on ${bad%|*} -> rc=$rc, want exit 2 and /${bad##*|}/; stderr: $(head -c 300 "$tmp/err")"
 done
-# A directory is no driver (it read as an empty stream, exit 0); a line of spaces is a blank line.
-expect_error "stdin: expected the driver's lines \\(a pipe or a file\\), got a directory" admit --scenario "$admit_scenario" <"$tmp"
+# A stdin that cannot be read (a directory, a descriptor open for writing only) is no driver's
+# goodbye: it read as an empty stream, exit 0.
+for redirect in "<$tmp" "0>$tmp/write_only"; do
+  cases=$((cases + 1))
+  eval '"$bin" admit --scenario "$admit_scenario" >"$tmp/out" 2>"$tmp/err"' "$redirect"
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -q "stdin: cannot read the driver's lines" "$tmp/err" ||
+    fail "admit with stdin $redirect -> rc=$rc: $(head -c 300 "$tmp/err")"
+done
 cases=$((cases + 1))
 printf '   \n{"now_s":1,"latency_ms":1,"frames":1,"live":1}\n' | "$bin" admit --scenario "$admit_scenario" >"$tmp/out" 2>"$tmp/err" &&
   [[ $(wc -l <"$tmp/out") -eq 2 ]] || fail "admit: a line of spaces: $(head -c 300 "$tmp/err")"
