@@ -27,7 +27,7 @@ namespace metronome {
 class MetricsWriter : public RunObserver {
  public:
   MetricsWriter(const std::string& path, std::string model_name)
-      : out_(path, "metrics"), model_(std::move(model_name)) {}
+      : out_(path, "--metrics"), model_(std::move(model_name)) {}
 
   void on_sample(const Sample& x) override {
     rows_.push_back({std::llround(x.t_s * 1e3), x.pool_fraction,
