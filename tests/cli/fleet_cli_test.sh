@@ -173,22 +173,21 @@ expect_error -- '--merge: .*/ps0.json is given twice' "${plan[@]}" --kv windowed
 cp "$tmp/ps0.json" "$tmp/ps0_copy.json"
 expect_error 'ps0_copy.json: shard 0 of 3 given twice' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/ps0.json" "$tmp/ps0_copy.json"
 expect_error '--shard excludes --merge' "${plan[@]}" --shard 0/2 --merge "$tmp/ps0.json"
-# A shard edited by hand: a fleet of -3 replicas is no search's result.
+# A shard edited by hand: shard 0's first searched fleet (that meets the tests, with "meets"), with
+# EDIT (Python on it, `f`) applied, must be refused with the error PATTERN.
 mkdir -p "$tmp/bad"
-$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"]][0]; c["best"]["replicas"] = -3; json.dump(s, open(sys.argv[2], "w"))' \
-  "$tmp/ps0.json" "$tmp/bad/ps0.json"
-expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a count >= 0, got -3' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
-$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"]][0]; c["best"]["replicas"] = "3"; json.dump(s, open(sys.argv[2], "w"))' \
-  "$tmp/ps0.json" "$tmp/bad/ps0.json"
-expect_error 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a whole number, got "3"' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
-# ... or a fleet said to meet the tests whose p99 is past the deadline
-$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"] and r["best"]["meets"]][0]; c["best"]["true_p99_ms"] = 1e308; json.dump(s, open(sys.argv[2], "w"))' \
-  "$tmp/ps0.json" "$tmp/bad/ps0.json"
-expect_error 'ps0.json: candidates\[[0-9]+\].best: meets true, why_not "": not the verdict of its numbers \(meets false, why_not "true p99 .* ms over the 80.0 ms deadline"\)' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
-# ... or one said to fail for a made-up reason
-$py -c 'import json, sys; s = json.load(open(sys.argv[1])); c = [r for r in s["candidates"] if r["best"] and r["best"]["meets"]][0]; c["best"]["meets"] = False; c["best"]["why_not"] = "made up"; json.dump(s, open(sys.argv[2], "w"))' \
-  "$tmp/ps0.json" "$tmp/bad/ps0.json"
-expect_error 'ps0.json: candidates\[[0-9]+\].best: meets false, why_not "made up": not the verdict of its numbers \(meets true, why_not ""\)' "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
+bad_shard() {  # PATTERN EDIT [meets]
+  $py -c 'import json, sys; s = json.load(open(sys.argv[1])); f = [r["best"] for r in s["candidates"] if r["best"] and (sys.argv[4] != "meets" or r["best"]["meets"])][0]; exec(sys.argv[3]); json.dump(s, open(sys.argv[2], "w"))' \
+    "$tmp/ps0.json" "$tmp/bad/ps0.json" "$2" "${3:-}"
+  expect_error "$1" "${plan[@]}" --kv windowed,unbounded --merge "$tmp/bad/ps0.json" "$tmp/ps1.json" "$tmp/ps2.json"
+}
+bad_shard 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a count >= 0, got -3' 'f["replicas"] = -3'
+bad_shard 'ps0.json: candidates\[[0-9]+\].best.replicas: expected a whole number, got "3"' 'f["replicas"] = "3"'
+# ... a fleet said to meet the tests whose p99 is past the deadline, or one failed for a made-up reason
+bad_shard 'ps0.json: candidates\[[0-9]+\].best: meets true, why_not "": not the verdict of its numbers \(meets false, why_not "true p99 .* ms over the 80.0 ms deadline"\)' \
+  'f["true_p99_ms"] = 1e308' meets
+bad_shard 'ps0.json: candidates\[[0-9]+\].best: meets false, why_not "made up": not the verdict of its numbers \(meets true, why_not ""\)' \
+  'f["meets"] = False; f["why_not"] = "made up"' meets
 $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu_hour"); g.pop("price_source"); json.dump(g, open(sys.argv[2], "w"))' \
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480

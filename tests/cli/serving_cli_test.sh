@@ -84,6 +84,29 @@ for want in '^models' '^  moshi ' '^  qwen3-omni-30b-a3b .* 8 of 128' '^gpus' '^
   '^  workload.deadline_s +s +period'; do
   grep -Eq -- "$want" "$tmp/list.txt" || fail "list lacks /$want/"
 done
+# unlisted.py LIST KIND:FILE...: the fields of each JSON file that `metronome list` (LIST) does not
+# name. KIND "scenario": a predict --json output's resolved scenario; "gpu" or "model": a shipped
+# description file, its notes (comment, the file's source, a fit's error tables) left out.
+cat >"$tmp/unlisted.py" <<'PY'
+import json, re, sys
+listed = set(re.findall(r"^  ([a-z_][a-z_0-9.]*) +\S+ +\S+", open(sys.argv[1]).read().split("\nfields")[1], re.M))
+missing = set()
+def walk(p, v, notes):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            walk(p + [k], x, notes)
+    elif not (notes and ({"comment", "error", "held_out"} & set(p) or p[1:] == ["source"])):
+        if ".".join(p) not in listed:
+            missing.add(".".join(p))
+for arg in sys.argv[2:]:
+    kind, path = arg.split(":", 1)
+    doc = json.load(open(path))
+    if kind == "scenario":
+        walk([], doc["scenario"], False)
+    else:
+        walk([kind], doc, True)
+assert not missing, sorted(missing)
+PY
 # Every field of a resolved scenario (several shapes of one) is listed, with a unit and a default.
 for args in "" "--scenario $src/scenarios/admission/moshi_h200_aimd_windowed.json --set engine.scheduler=vllm_v1" \
   "--set admission.type=gradient --set workload.arrival={\"type\":\"poisson\",\"rate_per_s\":1} --set workload.duration={\"type\":\"lognormal\",\"median_s\":60,\"sigma\":1}" \
@@ -95,40 +118,14 @@ for args in "" "--scenario $src/scenarios/admission/moshi_h200_aimd_windowed.jso
   "--set kv_policy={\"type\":\"segment_eviction\",\"segment_tokens\":160,\"segments\":3}"; do
   # shellcheck disable=SC2086
   "$bin" predict --json $args 2>/dev/null >"$tmp/f.json" || fail "predict $args"
-  $py - "$tmp/f.json" "$tmp/list.txt" <<'PY' || fail "list misses fields of predict $args"
-import json, re, sys
-listed = set(re.findall(r"^  ([a-z_][a-z_0-9.]*) +\S+ +\S+", open(sys.argv[2]).read().split("\nfields")[1], re.M))
-keys = set()
-def walk(p, v):
-    if isinstance(v, dict):
-        for k, x in v.items():
-            walk(p + [k], x)
-    else:
-        keys.add(".".join(p))
-walk([], json.load(open(sys.argv[1]))["scenario"])
-missing = sorted(k for k in keys if k not in listed)
-assert not missing, missing
-PY
+  $py "$tmp/unlisted.py" "$tmp/list.txt" "scenario:$tmp/f.json" || fail "list misses fields of predict $args"
 done
 # ... and every field of every shipped GPU and model file, even those a resolved scenario never
 # writes (a GPU's price, a correction its cost model does not read)
-$py - "$src/scenarios" "$tmp/list.txt" <<'PY' || fail "list misses fields of the shipped GPU or model files"
-import glob, json, re, sys
-listed = set(re.findall(r"^  ([a-z_][a-z_0-9.]*) +\S+ +\S+", open(sys.argv[2]).read().split("\nfields")[1], re.M))
-missing = set()
-def walk(p, v):
-    if isinstance(v, dict):
-        for k, x in v.items():
-            walk(p + [k], x)
-    elif not {"comment", "error", "held_out"} & set(p) and p[1:] != ["source"]:  # notes
-        key = ".".join(p)
-        if key not in listed:
-            missing.add(key)
-for kind, prefix in (("gpus", "gpu"), ("models", "model")):
-    for f in glob.glob(f"{sys.argv[1]}/{kind}/*.json"):
-        walk([prefix], json.load(open(f)))
-assert not missing, sorted(missing)
-PY
+shipped=()
+for f in "$src"/scenarios/gpus/*.json; do shipped+=("gpu:$f"); done
+for f in "$src"/scenarios/models/*.json; do shipped+=("model:$f"); done
+$py "$tmp/unlisted.py" "$tmp/list.txt" "${shipped[@]}" || fail "list misses fields of the shipped GPU or model files"
 
 # --- Item 8c: make_figures.sh --only N runs and plots figure N only
 if $py -c 'import matplotlib, numpy' 2>/dev/null; then
