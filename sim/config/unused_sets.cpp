@@ -117,7 +117,7 @@ class Moves {
       after_ = to_json(s_);
       try {
         before_ = to_json(parse_scenario(described_, s_.source));
-      } catch (const ConfigError&) {
+      } catch (const std::exception&) {
         before_ = nlohmann::json();  // a file only its --sets make whole: every set moves
       }
     }

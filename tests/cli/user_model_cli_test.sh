@@ -112,6 +112,7 @@ warns 'gpu.bf16_flops is ignored: the cost model is "calibrated", which does not
 warns 'the step times do not follow model.ffn_size: the cost model is calibrated on .*llama-2-7b_h100_vidur.json, which measured model "llama-2-7b" and is taken as is' predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000
 quiet predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=28000 --set model.name=llama-2-7b-wide
 quiet predict --set gpu=h100 --set model=llama-2-7b --set model.ffn_size=11008  # the shape the file measured
+quiet predict --set gpu=h100 --set model=llama-2-7b --set model.experts=0 --set model.weight_bytes_per_param=2  # defaults: nothing moved
 quiet predict --set model.ffn_size=28000  # the roofline prices the shape
 # ... and the rename it suggests has the file's scaling price the wider MLP: a slower step
 for name in llama-2-7b llama-2-7b-wide; do
@@ -134,6 +135,7 @@ warns 'model.tie_word_embeddings is ignored: it counts weights only where they a
 quiet predict --set model.tie_word_embeddings=true --set model.weight_bytes=null
 warns 'the KV pool does not follow model.weight_bytes_per_param: model moshi states weight_bytes \(1.54e\+10 B\)' predict --set model.weight_bytes_per_param=1
 quiet predict --set model.weight_bytes_per_param=1 --set model.weight_bytes=null
+quiet predict --set model.weight_bytes_per_param=2  # the default: the pool is what it was
 quiet predict --set model.weight_bytes_per_param=1 --set model.weight_bytes=7.7e9
 # ... and null, as that warning says, drops a file's count: the pool is sized from memory again
 "$bin" predict --scenario "$src/scenarios/calibrated/tiny_cpu.json" --set engine.num_gpu_blocks=null --json >"$tmp/nb.json" 2>/dev/null ||
