@@ -438,6 +438,7 @@ Plan merge_plan(const Scenario& base, const PlanSpec& spec,
   if (shards.empty()) throw ConfigError("plan --merge: expected at least one shard file");
   Plan p = prepare(base, spec);
   const json scenario = to_json(base), search = search_json(spec);
+  const double deadline_ms = base.workload.deadline() * 1e3;  // every candidate's
   std::optional<int64_t> count;
   std::vector<std::string> seen;  // by shard index: the file that gave it
   std::vector<bool> filled(p.candidates.size(), false);
@@ -495,7 +496,6 @@ Plan merge_plan(const Scenario& base, const PlanSpec& spec,
         }
         PlanCandidate& c = p.candidates[i];
         const std::string where = fmt::format("{}: candidates[{}]", file, i);
-        const double deadline_ms = base.workload.deadline() * 1e3;
         c.best = fleet_from_state(row.at("best"), where + ".best", deadline_ms);
         c.short_of = fleet_from_state(row.at("one_fewer"), where + ".one_fewer", deadline_ms);
         const json& runs = row.at("simulations");

@@ -154,7 +154,7 @@ void warn_unscaled_shape_sets(std::vector<std::string>& out, const Scenario& s, 
   } catch (const std::exception&) {
     return;  // the cost model itself reports an unreadable file
   }
-  if (c.model_name != s.model.name) return;  // scaled op by op to this model's shape
+  if (!measured_on(c, s.model)) return;  // scaled op by op to this model's shape
   for (const auto& a : shaped) {
     out.push_back(fmt::format(
         "--set {}: the step times do not follow {}: the cost model is calibrated on {}, which "

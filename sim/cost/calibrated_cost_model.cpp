@@ -362,14 +362,14 @@ std::unique_ptr<CostModel> make_calibrated_cost_model(const Scenario& s) {
   Calibration c = read_calibration(s.cost_model.file);
   // A calibration of another model has the wrong coefficients for every term: scale it op by op
   // where the file says how (an imported profile), refuse it otherwise.
-  if (c.model_name != s.model.name && c.has_scaling) {
+  if (!measured_on(c, s.model) && c.has_scaling) {
     try {
       c = scale_calibration(c, s.model);
     } catch (const ConfigError& e) {
       throw ConfigError("cost_model.file: " + std::string(e.what()));
     }
   }
-  if (c.model_name != s.model.name) {
+  if (!measured_on(c, s.model)) {
     throw ConfigError("cost_model.file: " + c.source + " calibrates model \"" + c.model_name +
                       "\", the scenario runs \"" + s.model.name +
                       "\"; calibrate this model or use cost_model.type \"roofline\"");

@@ -117,6 +117,12 @@ Calibration read_calibration(const std::string& path);
 // for pointwise ops), summed over the target's layers; analytic terms recomputed for the target's
 // KV and heads. ConfigError if the file has no scaling section or the target is MoE.
 Calibration scale_calibration(const Calibration& c, const ModelConfig& target);
+// A calibration of the model's own name is taken as measured on this very model, never scaled
+// (so an edit of its shape does not reach the step times); one of another model is scaled op by op
+// where its file says how, refused otherwise.
+inline bool measured_on(const Calibration& c, const ModelConfig& m) {
+  return c.model_name == m.name;
+}
 
 class CalibratedCostModel final : public CostModel {
  public:

@@ -27,7 +27,7 @@ void choose_cost_model(Scenario& s) {
         throw ConfigError("its per-op scaling does not cover experts (model " + s.model.name + ")");
       }
       Calibration c = read_calibration(file);
-      if (c.model_name != s.model.name) {
+      if (!measured_on(c, s.model)) {
         if (!c.has_scaling) {
           throw ConfigError("it calibrates model " + c.model_name + " and cannot be scaled");
         }
@@ -39,7 +39,7 @@ void choose_cost_model(Scenario& s) {
           "calibrated (the best {} has: its measured calibration {}{}); --set "
           "cost_model.type=corrected_roofline or roofline for the analytic ones",
           s.gpu.name, std::filesystem::path(file).filename().string(),
-          c.model_name != s.model.name || !c.scaled_from.empty()
+          !measured_on(c, s.model) || !c.scaled_from.empty()
               ? ", scaled op by op to " + s.model.name
               : "");
       return;
