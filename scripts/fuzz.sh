@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets (build preset `fuzz`) for a bounded number of executions each, seeded
-# with every shipped input of their kind and every past finding:
+# Runs the libFuzzer targets (build preset `fuzz`: those targets of the asan build) for a bounded
+# number of executions each, seeded with every shipped input of their kind and every past finding:
 #   scenario     the scenario loader, --set lines, then a short simulation (tests/fuzz/scenario_fuzzer.cpp)
 #   sweep_spec   sweep files, --grid / --seeds / --shard arguments (sweep_spec_fuzzer.cpp)
 #   hf_config    HuggingFace config.json files as model=hf: reads them, sized and predicted
 #   calibration  the calibration reader, its cost model, step bounds and `calibrate report`
 #   option       the predict/capacity command lines: option validators and --set (option_fuzzer.cpp)
 # Exits non-zero on any crash, sanitizer report, uncaught exception, broken invariant or timeout;
-# the failing input is kept under build-fuzz/findings/TARGET/.
+# the failing input is kept under build-asan/findings/TARGET/.
 #   scripts/fuzz.sh [--runs N] [--time SECONDS] [--target NAME]...
 # --time runs each target for that long (executions unbounded unless --runs is also given).
 set -euo pipefail
@@ -41,7 +41,7 @@ done
 
 # A value nested 60,000 levels deep crashed the loader once; too long for -max_len, so it
 # is generated and run as a regression.
-deep=build-fuzz/generated/deep_nesting.json
+deep=build-asan/generated/deep_nesting.json
 mkdir -p "$(dirname "$deep")"
 /usr/bin/python3 -c 'print("{\"model\":" * 60000 + "1" + "}" * 60000)' >"$deep"
 
@@ -70,10 +70,10 @@ max_len_of() {
 }
 
 for t in "${targets[@]}"; do
-  fuzzer=build-fuzz/tests/fuzz/${t}_fuzzer
-  [[ -x $fuzzer ]] || { echo "fuzz.sh: $fuzzer missing; build it with: cmake --preset fuzz && cmake --build --preset fuzz" >&2; exit 2; }
-  corpus=build-fuzz/corpus/$t
-  findings=build-fuzz/findings/$t
+  fuzzer=build-asan/tests/fuzz/${t}_fuzzer
+  [[ -x $fuzzer ]] || { echo "fuzz.sh: $fuzzer missing; build it with: cmake --preset asan && cmake --build --preset fuzz" >&2; exit 2; }
+  corpus=build-asan/corpus/$t
+  findings=build-asan/findings/$t
   mkdir -p "$corpus" "$findings"
   i=0
   for f in $(seeds_of "$t"); do cp "$f" "$corpus/seed_$((i++))"; done
@@ -89,16 +89,16 @@ for t in "${targets[@]}"; do
   set +e
   "$fuzzer" "$corpus" -runs="$runs" -max_total_time="$time_limit" -timeout=10 -rss_limit_mb=2048 \
     -max_len="$(max_len_of "$t")" -artifact_prefix="$findings/" -print_final_stats=1 \
-    >"build-fuzz/$t.log" 2>&1
+    >"build-asan/$t.log" 2>&1
   status=$?
   set -e
-  grep -E "^(#[0-9]+.*(DONE|pulse)|SUMMARY|==[0-9]+==ERROR|fuzz invariant)" "build-fuzz/$t.log" | tail -3
+  grep -E "^(#[0-9]+.*(DONE|pulse)|SUMMARY|==[0-9]+==ERROR|fuzz invariant)" "build-asan/$t.log" | tail -3
   if [[ $status -ne 0 ]]; then
-    tail -40 "build-fuzz/$t.log" >&2
+    tail -40 "build-asan/$t.log" >&2
     echo "fuzz.sh: $t: the fuzzer found a problem; input saved in $findings/" >&2
     exit 1
   fi
-  execs=$(grep -Eo "stat::number_of_executed_units: [0-9]+" "build-fuzz/$t.log" | grep -Eo "[0-9]+$" || echo "?")
-  cov=$(grep -E "^#[0-9]+.*DONE" "build-fuzz/$t.log" | grep -Eo "cov: [0-9]+ ft: [0-9]+" | tail -1 || true)
+  execs=$(grep -Eo "stat::number_of_executed_units: [0-9]+" "build-asan/$t.log" | grep -Eo "[0-9]+$" || echo "?")
+  cov=$(grep -E "^#[0-9]+.*DONE" "build-asan/$t.log" | grep -Eo "cov: [0-9]+ ft: [0-9]+" | tail -1 || true)
   echo "fuzz.sh: $t: $execs executions, ${cov:-cov: ?}, no finding"
 done
