@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "base/config_error.h"
 #include "base/nearest_name.h"
 #include "base/output_file.h"
@@ -133,11 +134,12 @@ int main(int argc, char** argv) {
     for (const CLI::Option* opt : a.get_options()) {
       if (opt->count() == 0 || opt->get_expected_max() == 0) continue;  // not given, or a flag
       const std::vector<std::string>& values = opt->results();
-      for (auto v = values.begin(); v != values.end(); ++v) {
-        if (v->empty()) return opt->get_name() + ": expected a value, got an empty string";
-        if (opt->get_name() != "--set" && std::find(values.begin(), v, *v) != v) {
-          return opt->get_name() + ": " + *v + " is given twice (expected each value once)";
-        }
+      for (const std::string& v : values) {
+        if (v.empty()) return opt->get_name() + ": expected a value, got an empty string";
+      }
+      if (std::string why = cli::repeated_value(values);
+          !why.empty() && opt->get_name() != "--set") {
+        return opt->get_name() + ": " + why;
       }
     }
     for (const CLI::App* sub : a.get_subcommands()) {

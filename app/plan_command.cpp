@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "app/mpi_shards.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
@@ -35,30 +36,23 @@ Run add_plan(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
-  cmd->add_option("--gpus", o->spec.gpus,
+  add_list_option(*cmd, "--gpus", o->spec.gpus,
                   "Candidate GPUs, names or GPU files, each with price_per_gpu_hour (default "
-                  "h100,h200)")
-      ->delimiter(',');
-  cmd->add_option("--tp", o->spec.tensor_parallel,
-                  "Tensor-parallel degrees to try (default 1,2,4,8); those the model refuses are "
-                  "skipped")
-      ->delimiter(',')
-      ->check(kDecimalInteger)
-      ->check(CLI::IsMember({int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}));
-  cmd->add_option("--windows", o->spec.windows,
-                  "Window sizes W to try, tokens (default 240 480 960 1920)")
-      ->delimiter(',')
-      ->check(kDecimalInteger)
-      ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
-  cmd->add_option("--sinks", o->spec.sinks, "Sink sizes S to try, tokens (default 16)")
-      ->delimiter(',')
-      ->check(kDecimalInteger)
-      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
-  cmd->add_option("--kv", o->spec.kv_policies,
+                  "h100,h200)");
+  add_list_option(
+      *cmd, "--tp", o->spec.tensor_parallel,
+      "Tensor-parallel degrees to try (default 1,2,4,8); those the model refuses are "
+      "skipped",
+      {kDecimalInteger, CLI::IsMember({int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}})});
+  add_list_option(*cmd, "--windows", o->spec.windows,
+                  "Window sizes W to try, tokens (default 240 480 960 1920)",
+                  {kDecimalInteger, CLI::Range(int64_t{1}, int64_t{10'000'000})});
+  add_list_option(*cmd, "--sinks", o->spec.sinks, "Sink sizes S to try, tokens (default 16)",
+                  {kDecimalInteger, CLI::Range(int64_t{0}, int64_t{10'000'000})});
+  add_list_option(*cmd, "--kv", o->spec.kv_policies,
                   "KV policies to try (default windowed): windowed (each W x S) and unbounded "
-                  "(every caller keeps its whole context; one candidate per GPU x TP)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({std::string("windowed"), std::string("unbounded")}));
+                  "(every caller keeps its whole context; one candidate per GPU x TP)",
+                  {CLI::IsMember({std::string("windowed"), std::string("unbounded")})});
   cmd->add_option("--max-replicas", o->spec.max_replicas,
                   "Largest fleet tried per candidate (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{10'000}));

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "app/option_checks.h"
 #include "app/scenario_options.h"
 #include "base/config_error.h"
@@ -32,15 +33,11 @@ Run add_recommend(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   o->scenario.add_to(*cmd);
-  cmd->add_option("--windows", o->windows,
-                  "Window sizes W to try, tokens (default 240 480 960 1920)")
-      ->delimiter(',')
-      ->check(kDecimalInteger)
-      ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
-  cmd->add_option("--sinks", o->sinks, "Sink sizes S to try, tokens (default 0 4 16)")
-      ->delimiter(',')
-      ->check(kDecimalInteger)
-      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  add_list_option(*cmd, "--windows", o->windows,
+                  "Window sizes W to try, tokens (default 240 480 960 1920)",
+                  {kDecimalInteger, CLI::Range(int64_t{1}, int64_t{10'000'000})});
+  add_list_option(*cmd, "--sinks", o->sinks, "Sink sizes S to try, tokens (default 0 4 16)",
+                  {kDecimalInteger, CLI::Range(int64_t{0}, int64_t{10'000'000})});
   cmd->add_option("--seeds", o->seeds, "Seeds per cell for N* (default 5: seed, seed+1, ...)")
       ->check(CLI::Range(int64_t{1}, int64_t{10'000}));
   cmd->add_option("--min-window", o->min_window,

@@ -192,6 +192,14 @@ $py -c 'import json, sys; g = json.load(open(sys.argv[1])); g.pop("price_per_gpu
   "$src/scenarios/gpus/h200.json" "$tmp/unpriced.json"
 expect_error 'unpriced.json: price_per_gpu_hour: expected the price of one GPU-hour' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus "$tmp/unpriced.json" --tp 1 --windows 480
 expect_error '--tp: ' plan --tp 3
+# A list's empty item is refused, not dropped; a lone comma does not take the next flag as a GPU.
+expect_error -- '--gpus: expected comma-separated items, none of them empty, got "h100,"' plan --gpus h100,
+expect_error -- '--windows: .*got "240,,480"' plan --windows 240,,480
+expect_error -- '--gpus: .*got ","' plan --gpus , --tp 1
+expect_error -- '--tp: 3 not in' plan --tp 1,3
+expect_error -- '--kv: foo not in' plan --kv windowed,foo
+expect_error -- '--sinks: .*got ",16"' recommend --sinks ,16
+expect_error -- '--windows: expected a non-negative decimal integer.*"0x10"' recommend --windows 240,0x10
 expect_error -- '--autoscale: startup_s: duplicate key' plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 --autoscale '{"signal":"sessions","startup_s":5,"startup_s":6}'
 # --autoscale: each candidate also autoscaled, priced by the GPU-hours it ran
 "$bin" plan --scenario "$src/scenarios/traffic/moshi_h200_short.json" --gpus h200 --tp 1 --windows 480 \
