@@ -204,6 +204,21 @@ TEST(Fit, RejectsNonPositiveOrNonFiniteTimes) {
   EXPECT_THROW(fit_cost_model(samples, dense, {}), FitError);
 }
 
+// The files' loaders cap a time at an hour, so only a direct caller can hand the fitter times
+// whose squares overflow: R2 is then inf/inf, refused rather than written to a calibration.
+TEST(Fit, RefusesANonFiniteR2) {
+  const TermModel dense{2, 0, 0};
+  auto samples = synthetic(*find_grid("cpu"), Truth{}, dense, 0.01, 1);
+  for (FitSample& s : samples) s.seconds *= 1e160;  // its square is past DBL_MAX
+  try {
+    fit_cost_model(samples, dense, {});
+    FAIL() << "expected a refusal";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("R2 is not a finite number"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Fit, SplitIsDeterministicAndIndependentOfInputOrder) {
   const TermModel dense{2, 0, 0};
   auto samples = synthetic(*find_grid("cpu"), Truth{}, dense, 0.01, 9);
