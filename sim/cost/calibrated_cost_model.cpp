@@ -154,7 +154,7 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& source
       ct.dropped = t.boolean("dropped", false);
       ct.origin = t.has("origin") ? t.one_of("origin", std::nullopt, {"measured", "analytic"}) : "";
       const std::string unit = t.string("unit", std::string(term_unit(ct.term)));
-      if (unit != term_unit(ct.term)) t.fail("unit", "\"" + std::string(term_unit(ct.term)) + "\"");
+      if (unit != term_unit(ct.term)) t.fail("unit", fmt::format("\"{}\"", term_unit(ct.term)));
       t.finish();
       if (ct.term == CostTerm::kExpertLayers && c.model.experts == 0 && ct.coefficient != 0 &&
           !ct.dropped) {
