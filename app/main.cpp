@@ -1,5 +1,4 @@
 // metronome: when does a real-time serving engine fall off its memory cliff?
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
