@@ -498,7 +498,8 @@ void RealtimeEngine::finish() {
       result_.frames.push_back({s->id, k, s->arrival + k * period_, kNever});
     }
   }
-  // The frames are booked by the simulator's own ledger, as a recording of a real engine is.
+  // The frames and the pool's changes are booked by the simulator's own ledger, as a recording
+  // of a real engine is: the run's totals and its time series.
   RecordedRun rec;
   rec.source = "replay";
   rec.frames.reserve(result_.frames.size());
@@ -510,7 +511,17 @@ void RealtimeEngine::finish() {
     if (f.served != kNever) x.done_s = to_seconds(f.served);
     rec.frames.push_back(std::move(x));
   }
-  const RunResult books = book_recorded_run(scenario_, pool_.num_blocks(), rec, nullptr);
+  // A gauge holds from its instant on; a pool change at t is the state after t's events, which
+  // a sample at t does not see (it is taken before them), so it is read from 1 ns later.
+  for (const PoolPoint& p : result_.pool) {
+    rec.gauges.push_back(
+        {to_seconds(p.t + 1),
+         static_cast<double>(p.used_blocks) / static_cast<double>(pool_.num_blocks()),
+         p.stalled_sessions});
+  }
+  SampleCollector series;
+  const RunResult books = book_recorded_run(scenario_, pool_.num_blocks(), rec, &series);
+  result_.samples = std::move(series.samples);
   r.frames_due = books.frames_due;
   r.frames_served = books.frames_served;
   r.frames_on_time = books.frames_on_time;

@@ -36,6 +36,7 @@
 #include "replay/clock.h"
 #include "replay/step_backend.h"
 #include "sim/config/scenario.h"
+#include "sim/output/run_observer.h"
 #include "sim/output/run_result.h"
 
 namespace metronome::replay {
@@ -73,6 +74,9 @@ struct RealtimeResult {
   std::optional<int64_t> first_stall_session;
   std::vector<FrameRecord> frames;  // every due frame, served or not
   std::vector<PoolPoint> pool;
+  // The simulator's time series of the run (every output.sample_period_s), booked by its ledger
+  // with the pool's state before each sample instant.
+  std::vector<Sample> samples;
   std::vector<StepRecord> steps;
   double busy_cpu_s = 0;       // sum of the steps' thread CPU time (busy_s is their wall time)
   double max_start_lag_s = 0;  // largest (step start - oldest release in it): how far behind it ran

@@ -17,7 +17,6 @@
 #include "sim/engine/engine.h"
 #include "sim/output/latency_histogram.h"
 #include "sim/output/time_series_writer.h"
-#include "sim/pool/pool_sizing.h"
 
 namespace metronome::replay {
 namespace {
@@ -25,12 +24,6 @@ namespace {
 using nlohmann::json;
 
 constexpr double kMaxCpuPoolBytes = 4.0 * (1 << 30);  // refuse a host KV pool beyond 4 GiB
-
-class SampleCollector : public RunObserver {
- public:
-  void on_sample(const Sample& x) override { samples.push_back(x); }
-  std::vector<Sample> samples;
-};
 
 json opt(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? json(*v) : json(nullptr);
@@ -132,72 +125,12 @@ ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::str
     RealtimeEngine engine(real, *backend, clock);
     r.measured = engine.run();
   }
-  r.measured_samples = measured_samples(r.measured, real);
   r.cost_label = cost->label();
   SampleCollector samples;
   Engine engine(simulated, *cost, &samples);
   r.sim = engine.run();
   r.simulated_samples = std::move(samples.samples);
   return r;
-}
-
-std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s) {
-  const Time period = std::max<Time>(1, from_seconds(s.output.sample_period_s));
-  const Time horizon = from_seconds(s.horizon_s);
-  const Time pad = from_seconds(s.engine.silence_after_s.value());
-  const Time deadline = from_seconds(s.workload.deadline());
-  const auto num_blocks = static_cast<double>(size_pool(s).num_blocks);
-  const size_t n = static_cast<size_t>(horizon / period);
-  // Interval k covers (k period, (k + 1) period]; one pass over the frames fills them all.
-  struct Interval {
-    int64_t due = 0, padded = 0;
-    std::vector<Time> served;  // latencies of frames served in it
-  };
-  std::vector<Interval> iv(n);
-  const auto index = [&](Time t) -> std::optional<size_t> {
-    if (t <= 0) return std::nullopt;
-    const auto k = static_cast<size_t>((t - 1) / period);
-    return k < n ? std::optional<size_t>(k) : std::nullopt;
-  };
-  for (const FrameRecord& f : r.frames) {
-    if (auto k = index(f.release + pad)) {
-      ++iv[*k].due;
-      if (f.served == kNever || f.served - f.release > pad) ++iv[*k].padded;
-    }
-    if (f.served != kNever) {
-      if (auto k = index(f.served)) iv[*k].served.push_back(f.served - f.release);
-    }
-  }
-  std::vector<Sample> out;
-  size_t p = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const Time at = static_cast<Time>(k + 1) * period;
-    Sample x;
-    x.t_s = to_seconds(at);
-    // State before this instant's events, as the simulator samples it.
-    while (p + 1 < r.pool.size() && r.pool[p + 1].t < at) ++p;
-    if (!r.pool.empty()) {
-      x.pool_used_blocks = r.pool[p].used_blocks;
-      x.live_sessions = r.pool[p].live_sessions;
-      x.stalled_sessions = r.pool[p].stalled_sessions;
-    }
-    x.pool_fraction = static_cast<double>(x.pool_used_blocks) / num_blocks;
-    LatencyHistogram answered, truth;
-    for (Time lat : iv[k].served) {
-      ++x.frames_served;
-      if (lat <= deadline) ++x.frames_on_time;
-      truth.add(to_seconds(lat));
-      if (lat <= pad) answered.add(to_seconds(lat));
-    }
-    x.tokens_produced = x.frames_served * s.workload.output_tokens_per_frame;
-    x.frames_due = iv[k].due;
-    const int64_t padded = iv[k].padded;
-    fill_interval_stats(x, answered, truth, padded, to_seconds(pad), to_seconds(deadline));
-    const int64_t cap = s.admission.policy->make_controller(s.workload.deadline())->cap();
-    x.admission_cap = cap == kNoCap ? -1 : cap;
-    out.push_back(std::move(x));
-  }
-  return out;
 }
 
 json replay_json(const ReplayRun& r) {
@@ -325,7 +258,7 @@ std::string replay_text(const ReplayRun& r) {
 void write_replay_dir(const ReplayRun& r, const std::string& dir) {
   {
     TimeSeriesWriter w(dir + "/measured.csv");
-    for (const auto& x : r.measured_samples) w.on_sample(x);
+    for (const auto& x : r.measured.samples) w.on_sample(x);
     w.close();
   }
   {

@@ -22,18 +22,13 @@ struct ReplayRun {
   RealtimeResult measured;
   RunResult sim;
   std::string cost_label;
-  std::vector<Sample> measured_samples, simulated_samples;  // every output.sample_period_s
+  std::vector<Sample>
+      simulated_samples;  // every output.sample_period_s (measured: measured.samples)
 };
 
 // Runs `real` on a backend of that name (the real engine, wall clock), then `simulated` in the
 // simulator. The two scenarios must differ only in their cost model.
 ReplayRun replay(const Scenario& real, const Scenario& simulated, const std::string& backend);
-
-// The measured run as the simulator's time series: state at each sample instant, and the frames of
-// the interval that ends there, with the simulator's definitions (sim/engine/engine.cpp
-// sample_until): a frame is due, and padded with silence, in the interval holding release +
-// silence_after_s.
-std::vector<Sample> measured_samples(const RealtimeResult& r, const Scenario& s);
 
 // (a - b) / b; nullopt when either is missing or not finite, or b is 0.
 std::optional<double> relative_error(std::optional<double> a, std::optional<double> b);

@@ -61,6 +61,13 @@ class RunObserver {
   virtual void on_preempt(Time /*t*/, int64_t /*session*/, int64_t /*freed_blocks*/) {}
 };
 
+// Keeps a run's time series in memory (a replay's, whose runs are bounded).
+class SampleCollector : public RunObserver {
+ public:
+  void on_sample(const Sample& x) override { samples.push_back(x); }
+  std::vector<Sample> samples;
+};
+
 // Fans one run's callbacks out to several observers.
 class ObserverList : public RunObserver {
  public:
