@@ -75,15 +75,20 @@ Run add_simulate(CLI::App& app) {
     if (!o->trace.empty()) outputs.emplace_back("--trace " + o->trace, o->trace);
     if (!o->metrics.empty()) outputs.emplace_back("--metrics " + o->metrics, o->metrics);
     if (!o->out.empty()) {
-      for (const char* f : RunFolder::kFiles) {
-        outputs.emplace_back("--out " + o->out + " (its " + f + ")",
+      for (const std::string_view f : RunFolder::kFiles) {
+        outputs.emplace_back("--out " + o->out + " (its " + std::string(f) + ")",
                              std::filesystem::path(o->out) / f);
       }
+      outputs.emplace_back("--out " + o->out + " (its lock file)",
+                           std::filesystem::path(o->out) / OutputDir::kLockName);
     }
+    // Absolute first: weakly_canonical leaves a relative path relative where no part of it exists
+    // yet (an --out folder still to be created), and "run1/x" would not meet "$PWD/run1/x".
     for (auto& [label, path] : outputs) {
       std::error_code ec;
+      path = std::filesystem::absolute(path, ec);
       const auto full = std::filesystem::weakly_canonical(path, ec);
-      path = ec ? std::filesystem::absolute(path).lexically_normal() : full;
+      path = ec ? path.lexically_normal() : full;
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       for (size_t k = 0; k < i; ++k) {
@@ -106,14 +111,6 @@ Run add_simulate(CLI::App& app) {
       observers.add(metrics.get());
     }
     if (!o->trace.empty()) {
-      // The trace is opened (truncated) before the run: never over one of the run's inputs.
-      for (const std::string& input : {o->scenario.scenario, s.cost_model.file}) {
-        std::error_code ec;
-        if (!input.empty() && std::filesystem::equivalent(o->trace, input, ec)) {
-          throw ConfigError("--trace " + o->trace + ": is the input file " + input +
-                            "; expected another path (the trace would overwrite it)");
-        }
-      }
       trace = std::make_unique<TraceWriter>(o->trace);
       observers.add(trace.get());
     }

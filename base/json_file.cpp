@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/config_error.h"
+#include "base/input_files.h"
 
 namespace metronome {
 namespace {
@@ -192,6 +193,7 @@ void require_regular_file(const std::string& path, std::string_view what) {
                       ")");
   }
   check_mode(path, what, st.st_mode);
+  note_input_file(path, what);
 }
 
 std::string read_text_file(const std::string& path, std::string_view what, size_t max_bytes) {

@@ -24,7 +24,7 @@ inline constexpr int kMaxJsonDepth = 64;
 // model, sweep, calibration, quality and benchmark files, profiles, GGUF models, texts): nothing is
 // opened, so it never blocks. ConfigError "<path>: is a FIFO (named pipe), expected the <what> as a
 // regular file", "<path>: is a directory, expected the <what>" or "<path>: cannot open the <what>
-// (<reason>)".
+// (<reason>)". The file is noted as an input, which no output may replace (base/input_files.h).
 void require_regular_file(const std::string& path, std::string_view what);
 
 // The whole file; ConfigError "<path>: cannot open the <what>" when it cannot be read or is not a

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/config_error.h"
+#include "base/input_files.h"
 
 namespace metronome {
 
@@ -21,6 +22,10 @@ OutputDir::OutputDir(const std::string& path, std::string_view option,
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec)) {
     throw ConfigError(where + ": is a file, expected a folder (created if missing)");
+  }
+  // The previous run's files are removed below: none of them may be what this run reads.
+  for (const std::string& name : stale) {
+    refuse_input_as_output(file(name), where + " (its " + name + ")");
   }
   std::filesystem::create_directories(path, ec);
   if (ec) throw ConfigError(where + ": cannot create the folder (" + ec.message() + ")");

@@ -15,7 +15,8 @@ class OutputDir {
  public:
   // `option` names the flag for messages ("--out"). `stale` lists the files (relative to the
   // folder) that describe a finished run and are removed before anything else is written.
-  // ConfigError: the path is a file, cannot be created, or another process holds the lock.
+  // ConfigError: the path is a file, cannot be created, another process holds the lock, or one of
+  // the stale files is an input of this run (base/input_files.h).
   OutputDir(const std::string& path, std::string_view option,
             const std::vector<std::string>& stale);
   ~OutputDir();  // releases the lock and removes the lock file

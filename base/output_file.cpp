@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "base/config_error.h"
+#include "base/input_files.h"
 
 namespace metronome {
 namespace {
@@ -26,6 +27,7 @@ OutputFile::OutputFile(const std::string& path, std::string_view what) : path_(p
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     throw ConfigError(std::string(what) + " " + path + ": is a directory, expected a file path");
   }
+  refuse_input_as_output(path, std::string(what) + " " + path);
   // O_NONBLOCK: a FIFO that no process reads would block open() forever; it fails with ENXIO.
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd_ < 0) {
@@ -115,6 +117,7 @@ void OutputFile::close() {
 }
 
 void require_writable_target(const std::string& path, std::string_view what) {
+  refuse_input_as_output(path, std::string(what) + " " + path);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
   const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
@@ -149,7 +152,8 @@ void write_file_atomically(const std::string& path, std::string_view text, std::
       throw ConfigError(std::string(what) + " " + path +
                         ": another process is writing this file (" + tmp + " is locked)");
     }
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::fstat(fd, &held) == 0 && ::stat(tmp.c_str(), &named) == 0 &&
         held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
       break;

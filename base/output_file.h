@@ -24,7 +24,8 @@ class OutputFile {
  public:
   OutputFile() = default;
   // `what` names the option or role for messages: "--trace", "timeseries.csv".
-  // ConfigError also for a FIFO that no process reads (open() would block forever).
+  // ConfigError also for a FIFO that no process reads (open() would block forever) and for a file
+  // this run reads as an input (base/input_files.h).
   OutputFile(const std::string& path, std::string_view what);
   // Takes over an open descriptor (write_file_atomically's locked temporary file).
   OutputFile(int fd, const std::string& path);
@@ -56,8 +57,9 @@ class OutputFile {
 // so a second writer is refused with a ConfigError rather than sharing it), checked and synced,
 // then renamed over `path`. On any failure the temporary file is removed, `path` is untouched, and
 // IoError (or ConfigError when the folder cannot be written at all) is thrown. A `path` that exists
-// and is not a regular file (a device, a FIFO, a folder) is refused with a ConfigError before
-// anything is written: renaming over /dev/null as root would replace the device.
+// and is not a regular file (a device, a FIFO, a folder), or is an input of this run, is refused
+// with a ConfigError before anything is written: renaming over /dev/null as root would replace the
+// device.
 void require_writable_target(const std::string& path, std::string_view what);
 void write_file_atomically(const std::string& path, std::string_view text, std::string_view what);
 

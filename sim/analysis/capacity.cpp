@@ -17,6 +17,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine/engine.h"
+#include "sim/pool/pool_sizing.h"
 #include "sim/workload/fixed_interval_arrivals.h"
 #include "sim/workload/poisson_arrivals.h"
 
@@ -24,8 +25,11 @@ namespace metronome {
 namespace {
 
 // The scenario with n callers over one frame period, calls outlasting the probe, no admission
-// control and a pool that never binds. Phases evenly spread (the best case) or, as Poisson callers
-// get them, at random (n Poisson arrivals at n per period).
+// control and a pool that never binds: n callers at their most over the probe's frames, and a
+// block to spare. (A pool of 2^40 blocks was one too: vLLM's scheduler allocated a free list that
+// long, and a preempting engine's bound on a full batch's recompute priced all of it.) Phases
+// evenly spread (the best case) or, as Poisson callers get them, at random (n Poisson arrivals at n
+// per period).
 Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool random_phases) {
   Scenario p = s;
   const double period = s.workload.frame_period_s;
@@ -41,7 +45,11 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool rando
   p.admission = AdmissionConfig{};
   // Random phases are the arrivals' draw; a scenario that spreads callers' clocks spreads these.
   if (random_phases) p.admission.join = s.admission.join;
-  p.engine.num_blocks = int64_t{1} << 40;
+  // Every caller is released within a frame period of the start (Poisson ones mostly), so none
+  // serves more than the probe's frames plus one.
+  const auto frames = static_cast<int64_t>(probe_s / period) + 2;
+  const int64_t most = max_blocks_per_session(s);
+  p.engine.num_blocks = n * (most > 0 ? most : frame_rule(s).residency.step_blocks_at(frames)) + 1;
   return p;
 }
 
@@ -87,6 +95,15 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
         "least {:.6g} s (two frame periods)",
         s.source, probe_s, 2 * s.workload.frame_period_s));
   }
+  // The search has no bound of its own for vLLM's scheduler (the pace cap below is the frame
+  // scheduler's), and doubled its probes up to a million callers: 15 minutes and 10 GB, not an
+  // answer.
+  if (s.engine.scheduler != "frame") {
+    throw ConfigError(fmt::format(
+        "{}: engine.scheduler \"{}\": the deadline search probes the frame scheduler, whose full "
+        "steps bound it; expected engine.scheduler \"frame\" (--set engine.scheduler=frame)",
+        s.source, s.engine.scheduler));
+  }
   CapacityReport c;
   c.fraction = fraction;
   c.probe_s = probe_s;
@@ -111,7 +128,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   const int64_t end_ctx = s.workload.growth().context_at(
       static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s)));
   const int64_t pace = full_step_sessions(s, s.kv_rule().cached(end_ctx), *cost);
-  if (s.engine.scheduler == "frame") c.pace_cap = pace;
+  c.pace_cap = pace;
   // Frames that cost (next to) nothing leave the deadline nothing to bind: the search would
   // simulate up to a million callers per probe, for hours, to report its own limit.
   if (pace > kMostCallers) {

@@ -213,9 +213,11 @@ class RowWriter {
   bool header_done_ = false;
 };
 
-void write_summary_files(const SweepSpec& spec, const std::string& dir, const Shard& shard,
-                         int64_t planned, const std::vector<ojson>& rows, bool complete,
-                         bool with_aggregate, const std::string& cost_label) {
+// `scenario` is the resolved scenario's text, read before the folder was opened: the folder may
+// have held the file it came from.
+void write_summary_files(const SweepSpec& spec, const std::string& scenario, const std::string& dir,
+                         const Shard& shard, int64_t planned, const std::vector<ojson>& rows,
+                         bool complete, bool with_aggregate, const std::string& cost_label) {
   ojson meta;
   meta["metronome_version"] = version_string();
   meta["cost_model"] = cost_label;
@@ -226,8 +228,7 @@ void write_summary_files(const SweepSpec& spec, const std::string& dir, const Sh
   meta["runs_planned"] = planned;
   meta["runs_written"] = static_cast<int64_t>(rows.size());
   meta["complete"] = complete;
-  write_whole(dir + "/scenario.json",
-              to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n");
+  write_whole(dir + "/scenario.json", scenario);
   // sweep.json, the completion marker, goes last.
   if (!with_aggregate) {
     write_whole(dir + "/sweep.json", output_text(meta) + "\n");
@@ -370,6 +371,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   for (int64_t r = 0; r < spec.runs(); ++r) {
     if (o.shard.owns(r)) mine.push_back(r);
   }
+  const std::string scenario = to_json(load_scenario(spec.scenario, spec.sets)).dump(2) + "\n";
   const OutputDir dir(o.out_dir, "--out", kSummaryFiles);
   RowWriter writer(dir);
 
@@ -455,7 +457,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o) {
   out.planned = static_cast<int64_t>(mine.size());
   out.written = static_cast<int64_t>(written.size());
   out.complete = out.written == out.planned;
-  write_summary_files(spec, o.out_dir, o.shard, out.planned, written, out.complete,
+  write_summary_files(spec, scenario, o.out_dir, o.shard, out.planned, written, out.complete,
                       o.shard.count == 1, costs.label);
   return out;
 }
@@ -510,6 +512,9 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
     }
   }
   std::optional<ojson> spec_json;
+  // The scenario the shards ran, as each resolved it when it started: the spec names a file, which
+  // may have changed between shards, or be relative to another folder than this one.
+  std::string scenario;
   std::string cost_label;  // the shards ran the same spec, so the same cost models
   std::map<int64_t, ojson> rows;
   for (const auto& d : dirs) {
@@ -523,6 +528,14 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
         cost_label = meta["cost_model"].get<std::string>();
     } else if (meta["spec"] != *spec_json) {
       throw ConfigError(d + ": a different sweep (its spec differs from " + dirs.front() + ")");
+    }
+    const std::string ran = read_text_file(d + "/scenario.json", "shard's resolved scenario");
+    if (scenario.empty()) {
+      scenario = ran;
+    } else if (ran != scenario) {
+      throw ConfigError(d + "/scenario.json: another scenario than " + dirs.front() +
+                        "/scenario.json (the file changed between shards); expected shards of "
+                        "one sweep of one scenario");
     }
     std::error_code ec;
     if (!std::filesystem::exists(d + "/runs.jsonl", ec)) throw ConfigError(d + ": no runs.jsonl");
@@ -579,7 +592,7 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
     }
     writer.close();
   }
-  write_summary_files(spec, out_dir, Shard{}, spec.runs(), all, true, true, cost_label);
+  write_summary_files(spec, scenario, out_dir, Shard{}, spec.runs(), all, true, true, cost_label);
 }
 
 }  // namespace metronome

@@ -7,9 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "base/config_error.h"
+#include "base/json_file.h"
 #include "base/output_dir.h"
 
 namespace metronome {
@@ -81,6 +83,32 @@ TEST(OutputDir, LocksRemovesStaleMarkersAndRefusesFiles) {
   EXPECT_FALSE(std::filesystem::exists(d + "/" + std::string(OutputDir::kLockName)));
   OutputDir after(d, "--out", {});  // released: the next run may take it
   EXPECT_THROW(OutputDir(d + "/keep.csv", "--out", {}), ConfigError);
+}
+
+// A file read as an input is no output, under whatever name the output gives it: streamed,
+// written whole, or a stale file of a folder; the file is left as it was.
+TEST(InputFiles, NoOutputReplacesAFileThisRunRead) {
+  const std::string d = temp_dir("input");
+  write_file_atomically(d + "/in.json", "{}\n", "in.json");
+  const std::string other = d + "/other.json";
+  write_file_atomically(other, "{}\n", "other.json");
+  std::filesystem::create_symlink(d + "/in.json", d + "/link.json");
+  EXPECT_EQ(read_text_file(d + "/./in.json", "scenario file"), "{}\n");
+  const auto refused = [](const std::function<void()>& write, const std::string& label) {
+    try {
+      write();
+      ADD_FAILURE() << label << ": written over the input";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(label + ": is " + "/"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the scenario file this run reads"), std::string::npos);
+    }
+  };
+  refused([&] { OutputFile f(d + "/link.json", "--trace"); }, "--trace " + d + "/link.json");
+  refused([&] { write_file_atomically(d + "/in.json", "x", "--out"); }, "--out " + d + "/in.json");
+  refused([&] { OutputDir o(d, "--out", {"in.json"}); }, "--out " + d + " (its in.json)");
+  EXPECT_EQ(slurp(d + "/in.json"), "{}\n");
+  OutputFile f(other, "--trace");  // a file nobody read is written as before
+  f.close();
 }
 
 }  // namespace

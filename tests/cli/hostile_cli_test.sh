@@ -363,8 +363,29 @@ PY
 timed_error_32 'zero_up/mlp.csv: column "time_stats.mlp_up_proj.median": 0 ms in every row' calibrate import-vidur "$tmp/zero_up" --model meta-llama/Llama-2-7b-hf --gpu h100 --out "$tmp/o.json"
 # The trace never overwrites the run's input.
 cp "$src/scenarios/canonical/moshi_h200_windowed.json" "$tmp/in.json"
-timed_error_32 -- "--trace $tmp/in.json: is the input file" simulate --scenario "$tmp/in.json" --set horizon_s=5 --trace "$tmp/in.json"
+timed_error_32 -- "--trace $tmp/in.json: is $tmp/in.json, the scenario file this run reads" simulate --scenario "$tmp/in.json" --set horizon_s=5 --trace "$tmp/in.json"
 cmp -s "$tmp/in.json" "$src/scenarios/canonical/moshi_h200_windowed.json" || fail "--trace overwrote the input scenario"
+# No output replaces a file the run reads (base/input_files.h): --metrics, a model file, a sweep's
+# folder holding its own scenario or sweep file (cleared before it was read again).
+expect_error -- "--metrics $tmp/in.json: is $tmp/in.json, the scenario file this run reads" simulate --scenario "$tmp/in.json" --set horizon_s=1 --metrics "$tmp/in.json"
+cp "$src/scenarios/models/moshi.json" "$tmp/model_in.json"
+expect_error -- "--trace $tmp/model_in.json: is $tmp/model_in.json, the model file this run reads" simulate --set model="$tmp/model_in.json" --set horizon_s=1 --trace "$tmp/model_in.json"
+cmp -s "$tmp/in.json" "$src/scenarios/canonical/moshi_h200_windowed.json" &&
+  cmp -s "$tmp/model_in.json" "$src/scenarios/models/moshi.json" || fail "an output replaced an input"
+"$bin" simulate --scenario "$tmp/in.json" --set horizon_s=1 --out "$tmp/prev" >/dev/null 2>&1 || fail "simulate --out prev"
+expect_error -- "--out $tmp/prev \\(its scenario.json\\): is $tmp/prev/scenario.json, the scenario file this run reads" sweep --scenario "$tmp/prev/scenario.json" --seeds 1 --out "$tmp/prev"
+expect_error -- "--out $tmp/prev \\(its scenario.json\\): is $tmp/prev/scenario.json" simulate --scenario "$tmp/prev/scenario.json" --out "$tmp/prev"
+[[ -s "$tmp/prev/scenario.json" ]] || fail "a refused run removed the scenario it reads"
+printf '{"scenario": "%s", "seeds": [1], "grid": [{"key": "horizon_s", "values": [1]}]}' "$tmp/in.json" >"$tmp/prev/sweep.json"
+expect_error -- "\\(its sweep.json\\): is $tmp/prev/sweep.json, the sweep file this run reads" sweep --sweep "$tmp/prev/sweep.json" --out "$tmp/prev"
+# Two outputs on one path are found before the --out folder exists (relative to it), and the
+# folder's lock file is one of its files.
+cases=$((cases + 1))
+(cd "$tmp" && "$bin" simulate --set horizon_s=1 --out fresh_run --trace "$tmp/fresh_run/summary.json") >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q -- '--out fresh_run (its summary.json): the same file' "$tmp/err" ||
+  fail "--trace into a new --out folder's summary.json -> rc=$rc $(head -c 300 "$tmp/err")"
+expect_error -- '--trace .*/lk/.metronome.lock and --out .*lk \(its lock file\): the same file' simulate --set horizon_s=1 --out "$tmp/lk" --trace "$tmp/lk/.metronome.lock"
 # A closed pipe: exit 1 with a message, not death by SIGPIPE.
 cases=$((cases + 1))
 "$bin" capacity --set horizon_s=30 --probe-s 5 --quiet 2>"$tmp/err" | true  # the reader is gone first
@@ -452,6 +473,17 @@ cases=$((cases + 1))
 "$bin" capacity --set horizon_s=10 --phase-draws 7 --quiet >/dev/null 2>"$tmp/err" &&
   grep -q 'warning: --phase-draws is ignored: the scenario.s arrivals (all_at_once)' "$tmp/err" ||
   fail "capacity --phase-draws without drawn phases: no warning; stderr: $(head -c 300 "$tmp/err")"
+# capacity's probes get a pool their callers cannot fill, sized to them: a 2^40-block pool made
+# vLLM's scheduler allocate until bad_alloc and a preempting engine price a recompute of all of
+# it. Under a pool that never binds, the exhaustion behaviour cannot move the deadline cap; the
+# vLLM scheduler, which no pace bounds, is refused.
+cases=$((cases + 1))
+stall_cap=$("$bin" capacity --quiet --json --set horizon_s=30 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["capacity"]["deadline_cap_sessions"])')
+preempt_cap=$("$bin" capacity --quiet --json --set horizon_s=30 --set engine.exhaustion=preempt_recompute 2>"$tmp/err" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["capacity"]["deadline_cap_sessions"])')
+[[ -n $stall_cap && $stall_cap == "$preempt_cap" ]] ||
+  fail "capacity under preempt_recompute: cap '$preempt_cap' against '$stall_cap' under stall; $(head -c 300 "$tmp/err")"
+expect_error 'engine.scheduler "vllm_v1": the deadline search probes the frame scheduler' capacity --quiet --set engine.scheduler=vllm_v1 --set horizon_s=30
+expect_error 'engine.scheduler "vllm_v1": the deadline search probes the frame scheduler' recommend --quiet --seeds 1 --scenario "$src/scenarios/live/aimd_windowed.json"
 # A probe longer than the calls measures contexts no call reaches: said, not silent.
 cases=$((cases + 1))
 "$bin" capacity --set horizon_s=10 --probe-s 12 --quiet >/dev/null 2>"$tmp/err" &&
@@ -463,6 +495,19 @@ sed -i '1s/"frames_due":[0-9]*/"frames_due":-5/' "$tmp/sm0/runs.jsonl"
 expect_error 'sweep-merge: run 0: frames_due: expected null or a number >= 0, got -5' sweep-merge "$tmp/sm0" "$tmp/sm1" --out "$tmp/sm_merged"
 sed -i '1s/"seed":[0-9]*/"seed":9/' "$tmp/sm0/runs.jsonl"
 expect_error 'sweep-merge: run 0: point or seed is not that run.s' sweep-merge "$tmp/sm0" "$tmp/sm1" --out "$tmp/sm_merged"
+# Shards of a scenario file that changed between them are two sweeps; unchanged ones merge from
+# any folder, with the scenario they ran (not the file read again, relative to the merge's folder).
+cp "$src/scenarios/canonical/moshi_h200_windowed.json" "$tmp/shard_in.json"
+(cd "$tmp" && "$bin" sweep --scenario shard_in.json --set horizon_s=2 --seeds 1..2 --shard 0/2 --out ch0 --quiet &&
+  "$bin" sweep --scenario shard_in.json --set horizon_s=2 --seeds 1..2 --shard 1/2 --out ch1 --quiet) >/dev/null 2>&1 ||
+  fail "sweep shards of shard_in.json"
+cases=$((cases + 1))
+(cd "$src" && "$bin" sweep-merge "$tmp/ch0" "$tmp/ch1" --out "$tmp/ch_merged") >/dev/null 2>"$tmp/err" &&
+  cmp -s "$tmp/ch_merged/scenario.json" "$tmp/ch0/scenario.json" ||
+  fail "sweep-merge from another folder: $(head -c 300 "$tmp/err")"
+sed -i 's/"sessions": 300/"sessions": 200/' "$tmp/shard_in.json"
+(cd "$tmp" && "$bin" sweep --scenario shard_in.json --set horizon_s=2 --seeds 1..2 --shard 1/2 --out ch1 --quiet) >/dev/null 2>&1
+expect_error 'ch1/scenario.json: another scenario than .*ch0/scenario.json \(the file changed between shards\)' sweep-merge "$tmp/ch0" "$tmp/ch1" --out "$tmp/ch_merged2"
 # admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
 # clock that goes back are errors (exit 2) after the first cap, never an internal error.
 admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
