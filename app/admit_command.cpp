@@ -90,7 +90,7 @@ Run add_admit(CLI::App& app) {
   auto o = std::make_shared<ScenarioOptions>();
   o->add_to(*cmd);
   return [o]() {
-    const Scenario s = o->load();
+    const Scenario s = o->load_engine("admit");
     auto controller = s.admission.policy->make_controller(s.workload.deadline());
     auto emit = [&] {
       std::cout << nlohmann::json{{"cap", wire_cap(controller->cap())}}.dump() << "\n"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/output_number.h"
 #include "base/version.h"
 
 namespace metronome {
@@ -322,7 +323,7 @@ namespace {
 // predictions.
 std::string outcome_lines(const Scenario& s, const FirstOrderPrediction& p, const RunResult& r) {
   std::string o =
-      fmt::format("simulated  {:.0f} s, seed {}: {}\n", r.end_s, s.seed,
+      fmt::format("simulated  {} s, seed {}: {}\n", csv_number(r.end_s), s.seed,
                   r.crashed() ? fmt::format("CRASHED: pool exhausted at {}", secs(r.first_stall_s))
                               : std::string("no stall"));
   if (!r.first_stall_s) return o;

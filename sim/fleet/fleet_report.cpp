@@ -204,10 +204,10 @@ std::string fleet_text(const Scenario& s, const FleetResult& r) {
   o << fmt::format("calls      {} offered, {} placed, {} rejected{}\n", r.offered, r.placed,
                    r.rejected_total(), why);
   o << fmt::format(
-      "simulated  {:.0f} s, seed {}\n"
+      "simulated  {} s, seed {}\n"
       "frames     {} due, {} served, {:.1f}% silent, {:.1f}% reported late; goodput {:.1f} "
       "frames/s on time\n",
-      r.horizon_s, s.seed, t.frames_due, t.frames_served,
+      csv_number(r.horizon_s), s.seed, t.frames_due, t.frames_served,
       100 * fraction(t.frames_silent, t.frames_due),
       100 * fraction(t.frames_reported_late, t.frames_due),
       static_cast<double>(t.frames_on_time) / r.horizon_s);

@@ -508,6 +508,11 @@ cases=$((cases + 1))
 sed -i 's/"sessions": 300/"sessions": 200/' "$tmp/shard_in.json"
 (cd "$tmp" && "$bin" sweep --scenario shard_in.json --set horizon_s=2 --seeds 1..2 --shard 1/2 --out ch1 --quiet) >/dev/null 2>&1
 expect_error 'ch1/scenario.json: another scenario than .*ch0/scenario.json \(the file changed between shards\)' sweep-merge "$tmp/ch0" "$tmp/ch1" --out "$tmp/ch_merged2"
+# admit answers for one engine: a fleet's gateway would be ignored, so a fleet scenario is refused.
+expect_error '`metronome admit` answers for one engine, and this scenario is a fleet' admit --scenario "$src/scenarios/fleet/moshi_h200_fleet.json" --set fleet.gateway.type=aimd
+# The summary says the horizon it ran, not a rounding of it ("5 s" for 4.8 s, "0 s" for 0.3 s).
+cases=$((cases + 1))
+"$bin" simulate --set horizon_s=0.3 2>/dev/null | grep -q '^simulated  0.3 s, seed 1' || fail "simulate's summary misstates a 0.3 s horizon"
 # admit's line protocol: a number past a double, a count that is not whole, an unknown field and a
 # clock that goes back are errors (exit 2) after the first cap, never an internal error.
 admit_scenario="$src/scenarios/admission/moshi_h200_aimd_windowed.json"
