@@ -259,6 +259,8 @@ void write_summary_files(const SweepSpec& spec, const std::string& scenario, con
     group.push_back(r);
   }
   flush();
+  // No point complete (a sweep stopped early): the header alone, from a point of no runs.
+  if (csv.empty()) csv = csv_header(aggregate_point(spec, 0, {}));
   write_whole(dir + "/aggregate.json", output_text(agg) + "\n");
   write_whole(dir + "/aggregate.csv", csv);
   write_whole(dir + "/sweep.json", output_text(meta) + "\n");

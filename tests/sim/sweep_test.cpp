@@ -1,6 +1,7 @@
 // Sweeps: argument parsing, the Wilson interval, -j invariance, shard merge equality.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -231,6 +232,11 @@ TEST(Sweep, StopLeavesCompleteRowsAndValidFiles) {
   std::string line;
   while (std::getline(in, line)) EXPECT_TRUE(nlohmann::json::accept(line)) << line;
   EXPECT_TRUE(nlohmann::json::accept(slurp(o.out_dir + "/aggregate.json")));
+  // No point finished: the CSV still has its header (a script reading it finds the columns, not
+  // an empty file), and nothing else.
+  const std::string csv = slurp(o.out_dir + "/aggregate.csv");
+  EXPECT_EQ(csv.rfind("point,", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1) << csv;
 }
 
 TEST(Capacity, WindowedContrastScenarioIsDeadlineBound) {
