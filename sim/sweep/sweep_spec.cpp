@@ -261,9 +261,14 @@ SweepSpec parse_sweep_spec(const nlohmann::json& j, const std::string& path) {
     if (k == "scenario") {
       if (!v.is_string()) throw ConfigError(path + ": scenario: expected a path");
       s.scenario = v.get<std::string>();
+      // Relative to the sweep file, as a scenario file's own paths are to it; a path that only
+      // the current folder holds still works (the current folder used to win over the file's).
       if (!s.scenario.empty() && std::filesystem::path(s.scenario).is_relative()) {
-        const auto base = std::filesystem::path(path).parent_path();
-        if (!std::filesystem::exists(s.scenario)) s.scenario = (base / s.scenario).string();
+        const auto beside = std::filesystem::path(path).parent_path() / s.scenario;
+        std::error_code ec;
+        if (std::filesystem::exists(beside, ec) || !std::filesystem::exists(s.scenario, ec)) {
+          s.scenario = beside.string();
+        }
       }
     } else if (k == "set") {
       if (!v.is_array()) throw ConfigError(path + ": set: expected an array of \"key=value\"");

@@ -378,6 +378,15 @@ expect_error -- "--out $tmp/prev \\(its scenario.json\\): is $tmp/prev/scenario.
 [[ -s "$tmp/prev/scenario.json" ]] || fail "a refused run removed the scenario it reads"
 printf '{"scenario": "%s", "seeds": [1], "grid": [{"key": "horizon_s", "values": [1]}]}' "$tmp/in.json" >"$tmp/prev/sweep.json"
 expect_error -- "\\(its sweep.json\\): is $tmp/prev/sweep.json, the sweep file this run reads" sweep --sweep "$tmp/prev/sweep.json" --out "$tmp/prev"
+# A sweep file's relative scenario is the one beside it, though the current folder has one too.
+mkdir -p "$tmp/spec_dir"
+cp "$src/scenarios/canonical/moshi_h200_windowed.json" "$tmp/spec_dir/sc.json"
+echo '{"not": "a scenario"}' >"$tmp/sc.json"
+printf '{"scenario": "sc.json", "seeds": [1], "grid": [{"key": "horizon_s", "values": [1]}]}' >"$tmp/spec_dir/s.json"
+cases=$((cases + 1))
+(cd "$tmp" && "$bin" sweep --sweep spec_dir/s.json --out sw_beside --quiet) >/dev/null 2>"$tmp/err" &&
+  grep -q '"sessions": 300' "$tmp/sw_beside/scenario.json" ||
+  fail "a sweep file's relative scenario read from the current folder: $(head -c 300 "$tmp/err")"
 # Two outputs on one path are found before the --out folder exists (relative to it), and the
 # folder's lock file is one of its files.
 cases=$((cases + 1))
