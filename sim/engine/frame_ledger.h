@@ -4,7 +4,8 @@
 // count the admission controller reads at each control instant.
 //
 // Accounting is by deadline, so that a frame released just before a sample boundary and served just
-// after it is not miscounted: a frame is due in the interval holding its silence deadline (release
+// after it is not miscounted (and a frame still within its deadline at the horizon, unanswered, is
+// not counted at all: it is not late yet): a frame is due in the interval holding its silence deadline (release
 // + silence_after_s), and silent in the interval where that deadline passed unanswered. The serving
 // layer pads a frame unanswered by silence_after_s with silence, so the reported latency of such a
 // frame is silence_after_s; its true latency is its real one, or censored when it never came.
@@ -92,7 +93,11 @@ class FrameLedger {
     sample_until(horizon_, sessions, gauges);
     fold_interval();  // frames served after the last sample
     for (const Session& s : sessions) {
-      if (s.state != Session::State::kGone) count_unserved(s, frames_due_by(s, horizon_));
+      // A frame whose silence deadline is past the horizon and that has no output yet is not
+      // late: it may still come in time, so it is not due (the time series never counts it).
+      if (s.state != Session::State::kGone) {
+        count_unserved(s, std::max(s.next_frame, frames_due_by(s, horizon_ - silence_after_)));
+      }
     }
   }
 

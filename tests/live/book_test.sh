@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `metronome book`: a live run's records booked by the simulator's ledger. Against an outside
-# count of the committed records (frames due: released by the horizon; served: last token by the
-# horizon; silent: due without a last token within silence_after_s), the same bytes on a rerun,
+# count of the committed records (served: last token by the horizon; due: served, or released by
+# the horizon less silence_after_s, so that a frame still in time at the horizon is not yet due;
+# silent: due without a last token within silence_after_s), the same bytes on a rerun,
 # the folder written as simulate writes one, and records of another scenario refused (exit 2
 # naming the file, line and field).
 #   book_test.sh <metronome binary> <source dir>
@@ -32,8 +33,8 @@ j = json.load(open(sys.argv[1]))
 s, r = j["scenario"], j["result"]
 h, silence = s["horizon_s"], s["engine"]["silence_after_s"]
 rows = list(csv.DictReader(open(sys.argv[2])))
-due = [x for x in rows if float(x["release_s"]) <= h]
-done = [x for x in due if x["done_s"] != "" and float(x["done_s"]) <= h]
+done = [x for x in rows if float(x["release_s"]) <= h and x["done_s"] != "" and float(x["done_s"]) <= h]
+due = done + [x for x in rows if x not in done and float(x["release_s"]) + silence <= h]
 silent = [x for x in due if x["done_s"] == "" or float(x["done_s"]) - float(x["release_s"]) > silence]
 want = {"frames_due": len(due), "frames_served": len(done), "frames_silent": len(silent)}
 bad = [f"{k} {r[k]} (counted {v})" for k, v in want.items() if r[k] != v]

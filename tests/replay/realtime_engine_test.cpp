@@ -49,11 +49,12 @@ TEST(RealtimeEngine, UnboundedStallsAtTheFrameTheBlockCountGives) {
   EXPECT_DOUBLE_EQ(*r.first_stall_release_s, 4.2);
   EXPECT_NEAR(*r.run.first_stall_s, 4.2, 1e-9);  // the fake engine keeps up: it tries at release
   EXPECT_EQ(r.run.peak_pool_blocks, 64);
-  // 61 frames released by t = 6 s per session; 42 served; the rest silent.
-  EXPECT_EQ(r.run.frames_due, 4 * 61);
+  // 61 frames released by t = 6 s per session, 42 served. The one released at 6 s, unanswered,
+  // is not due: its silence deadline (6.1 s) is past the horizon. The other 18 are silent.
+  EXPECT_EQ(r.run.frames_due, 4 * 60);
   EXPECT_EQ(r.run.frames_served, 4 * 42);
-  EXPECT_EQ(r.run.frames_silent, 4 * 19);
-  EXPECT_EQ(r.run.true_latency.censored(), 4 * 19);
+  EXPECT_EQ(r.run.frames_silent, 4 * 18);
+  EXPECT_EQ(r.run.true_latency.censored(), 4 * 18);
   for (const FrameRecord& f : r.frames) {
     EXPECT_EQ(f.served == kNever, f.frame >= 42) << "session " << f.session << " frame " << f.frame;
   }
@@ -161,9 +162,11 @@ TEST(RealtimeEngine, WindowedHoldsWhatKvWindowSaysAndConservesBlocks) {
   const RealtimeResult& r = run.r;
   EXPECT_FALSE(r.run.crashed());
   // Every frame is served but the one released at the horizon itself (t = 6 s), whose step ends
-  // after the run: 61 due, 60 served per session, in both.
+  // after the run and whose silence deadline is past it: not due, so 60 due and 60 served per
+  // session, none silent (it was counted silent: a healthy run read 1.6% silent).
   EXPECT_EQ(r.run.frames_served, 4 * 60);
-  EXPECT_EQ(r.run.frames_silent, 4);
+  EXPECT_EQ(r.run.frames_due, 4 * 60);
+  EXPECT_EQ(r.run.frames_silent, 0);
   int64_t max_resident = 0, max_step = 0;
   for (int64_t k = 0; k <= 61; ++k) {
     max_resident = std::max(max_resident, kv::resident_blocks(6 * k, w, 16));
@@ -229,7 +232,7 @@ TEST(RealtimeEngine, StaticCapRejectsCallers) {
   const FakeRun run = run_fake(s);
   EXPECT_EQ(run.r.run.sessions_arrived, 4);
   EXPECT_EQ(run.r.run.sessions_rejected, 2);
-  EXPECT_EQ(run.r.run.frames_due, 2 * 11);
+  EXPECT_EQ(run.r.run.frames_due, 2 * 10);  // released by 0.9 s: the 1 s frame's deadline is after
 }
 
 TEST(RealtimeEngine, RefusesWhatItDoesNotReplay) {
