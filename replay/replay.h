@@ -22,8 +22,8 @@ struct ReplayRun {
   RealtimeResult measured;
   RunResult sim;
   std::string cost_label;
-  std::vector<Sample>
-      simulated_samples;  // every output.sample_period_s (measured: measured.samples)
+  // Every output.sample_period_s (the measured side's: measured.samples).
+  std::vector<Sample> simulated_samples;
 };
 
 // Runs `real` on a backend of that name (the real engine, wall clock), then `simulated` in the

@@ -69,11 +69,9 @@ bool AdmissionGate::turns_away_any_caller(int64_t live) const {
   return live >= cap() || (memory_guard_ && window_reserve_ > 0 && !reserve_fits(window_reserve_));
 }
 
-// The worst-case blocks of a session of `frames` frames: bounded KV, the policy's bound;
-// unbounded, what it holds while its last frame is served.
+// The worst-case blocks of a session of `frames` frames.
 int64_t AdmissionGate::reserve_for(int64_t frames) const {
-  if (window_reserve_ > 0) return window_reserve_;
-  return rule_.residency.step_blocks_at(frames - 1);
+  return rule_.residency.most_blocks_through(frames);
 }
 
 // The signal is the configured quantile of the interval's frames

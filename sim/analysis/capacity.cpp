@@ -17,7 +17,6 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/step_time.h"
 #include "sim/engine/engine.h"
-#include "sim/pool/pool_sizing.h"
 #include "sim/workload/fixed_interval_arrivals.h"
 #include "sim/workload/poisson_arrivals.h"
 
@@ -26,10 +25,9 @@ namespace {
 
 // The scenario with n callers over one frame period, calls outlasting the probe, no admission
 // control and a pool that never binds: n callers at their most over the probe's frames, and a
-// block to spare. (A pool of 2^40 blocks was one too: vLLM's scheduler allocated a free list that
-// long, and a preempting engine's bound on a full batch's recompute priced all of it.) Phases
-// evenly spread (the best case) or, as Poisson callers get them, at random (n Poisson arrivals at n
-// per period).
+// block to spare (not a huge pool: a preempting engine bounds a full batch's recompute by the
+// pool). Phases evenly spread (the best case) or, as Poisson callers get them, at random (n
+// Poisson arrivals at n per period).
 Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool random_phases) {
   Scenario p = s;
   const double period = s.workload.frame_period_s;
@@ -48,8 +46,7 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool rando
   // Every caller is released within a frame period of the start (Poisson ones mostly), so none
   // serves more than the probe's frames plus one.
   const auto frames = static_cast<int64_t>(probe_s / period) + 2;
-  const int64_t most = max_blocks_per_session(s);
-  p.engine.num_blocks = n * (most > 0 ? most : frame_rule(s).residency.step_blocks_at(frames)) + 1;
+  p.engine.num_blocks = n * frame_rule(s).residency.most_blocks_through(frames + 1) + 1;
   return p;
 }
 
@@ -128,7 +125,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   const int64_t end_ctx = s.workload.growth().context_at(
       static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s)));
   const int64_t pace = full_step_sessions(s, s.kv_rule().cached(end_ctx), *cost);
-  c.pace_cap = pace;
+  c.pace_cap = pace;  // the frame scheduler's, the only one searched
   // Frames that cost (next to) nothing leave the deadline nothing to bind: the search would
   // simulate up to a million callers per probe, for hours, to report its own limit.
   if (pace > kMostCallers) {

@@ -4,11 +4,11 @@
 // count the admission controller reads at each control instant.
 //
 // Accounting is by deadline, so that a frame released just before a sample boundary and served just
-// after it is not miscounted (and a frame still within its deadline at the horizon, unanswered, is
-// not counted at all: it is not late yet): a frame is due in the interval holding its silence deadline (release
-// + silence_after_s), and silent in the interval where that deadline passed unanswered. The serving
-// layer pads a frame unanswered by silence_after_s with silence, so the reported latency of such a
-// frame is silence_after_s; its true latency is its real one, or censored when it never came.
+// after it is not miscounted: a frame is due in the interval holding its silence deadline (release
+// + silence_after_s), and silent in the interval where that deadline passed unanswered; a frame
+// still within its deadline at the horizon, unanswered, is not counted at all (not late yet). The
+// serving layer pads a frame unanswered by silence_after_s with silence, so the reported latency of
+// such a frame is silence_after_s; its true latency is its real one, or censored if it never came.
 #pragma once
 
 #include <algorithm>

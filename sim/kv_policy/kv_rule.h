@@ -24,7 +24,8 @@ class KvRule {
         sinks_(p.sinks()),
         restarts_(p.restarts_positions()),
         cap_frames_(p.context_cap() ? std::optional<int64_t>(g.frames_within(*p.context_cap()))
-                                    : std::nullopt) {}
+                                    : std::nullopt),
+        bound_(p.bounded() ? p.max_step_blocks(g, bs) : 0) {}
 
   // Whether the policy is a kv::Window, whose closed forms the fast paths may use.
   bool is_window() const { return general_ == nullptr; }
@@ -50,6 +51,11 @@ class KvRule {
   }
   // Blocks held while frame m is served: its peak over that frame.
   int64_t step_blocks_at(int64_t m) const { return step_blocks(g_.context_at(m), g_.appended(m)); }
+  // The most blocks a session holds over its first `frames` frames: a bounded policy's bound, else
+  // what it holds while its last frame is served.
+  int64_t most_blocks_through(int64_t frames) const {
+    return bound_ > 0 ? bound_ : step_blocks_at(frames - 1);
+  }
   // Cached keys visible to the next query of a session that has cached ctx tokens.
   template <bool kWindow = false>
   int64_t cached(int64_t ctx) const {
@@ -79,6 +85,7 @@ class KvRule {
   int64_t sinks_;
   bool restarts_;
   std::optional<int64_t> cap_frames_;
+  int64_t bound_;  // KvPolicy::max_step_blocks where the policy is bounded, else 0
 };
 
 }  // namespace metronome

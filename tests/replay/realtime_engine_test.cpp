@@ -115,6 +115,16 @@ TEST(RealtimeEngine, MeasuredSamplesBookAFrameInItsDeadlinesInterval) {
     }
   }
   EXPECT_EQ(elsewhere, 4 * 42 / 3);  // the 42 frames served per caller released at 0.1 s + 0.3 k
+  // Both series come out of FrameLedger, so they also meet an outside count from the frame
+  // records: per interval, the frames whose silence deadline falls in it, and of those the ones
+  // answered by it.
+  std::vector<int64_t> due(40), answered(40);
+  for (const FrameRecord& f : run.r.frames) {
+    const auto k = static_cast<size_t>((f.release + pad - 1) / period);
+    if (k >= due.size()) continue;
+    ++due[k];
+    if (f.served != kNever && f.served - f.release <= pad) ++answered[k];
+  }
   SampleCollector sim;
   simulate(s, &sim);
   ASSERT_EQ(m.size(), sim.samples.size());
@@ -122,7 +132,9 @@ TEST(RealtimeEngine, MeasuredSamplesBookAFrameInItsDeadlinesInterval) {
   for (size_t i = 0; i < m.size(); ++i) {
     SCOPED_TRACE("sample at " + std::to_string(m[i].t_s));
     EXPECT_EQ(m[i].frames_due, sim.samples[i].frames_due);
+    EXPECT_EQ(m[i].frames_due, due[i]);
     EXPECT_EQ(m[i].frames_served, sim.samples[i].frames_served);
+    EXPECT_EQ(m[i].frames_served, answered[i]);
     EXPECT_LE(m[i].frames_served, m[i].frames_due);
     EXPECT_EQ(m[i].frames_on_time, sim.samples[i].frames_on_time);
     EXPECT_EQ(m[i].pool_used_blocks, sim.samples[i].pool_used_blocks);
