@@ -280,7 +280,8 @@ Run add_list(CLI::App& app) {
       std::string comment;
       try {
         const auto j = parse_json(*embedded_scenario_file(p), p);
-        if (!j.is_object() || !j.contains("horizon_s")) continue;  // not a scenario (workloads)
+        // Not a scenario: the figures' experiment specs (scripts/paper_figures) and workloads.
+        if (!j.is_object() || !j.contains("horizon_s") || j.contains("figure")) continue;
         comment = text_or(j, "comment", "");
       } catch (const std::exception&) {
         continue;

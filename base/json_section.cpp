@@ -38,7 +38,11 @@ void JsonSection::fail(std::string_view key, std::string_view expected) const {
 
 bool JsonSection::has(std::string_view key) const {
   auto it = j_.find(std::string(key));
-  return it != j_.end() && !it->is_null();
+  if (it == j_.end()) return false;
+  // A null field is absent, and a section that asks for it knows it: finish() must not call it
+  // unknown (profile_file: null beside an inline profile). A present one must still be read.
+  if (it->is_null()) read_.emplace(key);
+  return !it->is_null();
 }
 
 const nlohmann::json* JsonSection::find(std::string_view key) {

@@ -196,6 +196,16 @@ ModelConfig parse_model(JsonSection m) {
   if (c.experts > 0 && c.expert_ffn_size < 1) m.fail("expert_ffn_size", "> 0 for an MoE model");
   if (c.experts == 0 && c.experts_active != 0) m.fail("experts_active", "0 when experts is 0");
   if (!(c.weight_bytes <= kMaxBytes)) m.fail("weight_bytes", "at most 1e18 bytes");
+  // Meaning, not only type: weights are bytes, so 15.4 for a 15.4 GB model is a unit slip, as is a
+  // TB figure. Every shipped model holds 2.0 to 2.8 bytes per parameter its shapes count (a
+  // checkpoint's other towers included); a bit per parameter and 64 bytes bound what any can.
+  if (const double params = c.total_params();
+      c.weight_bytes != 0 && (c.weight_bytes < 0.125 * params || c.weight_bytes > 64 * params)) {
+    m.fail("weight_bytes",
+           fmt::format("bytes: 0.125 to 64 per parameter its shapes count ({:.4g} parameters: "
+                       "{:.3g} to {:.3g} B; 15 GB is 15e9), or 0",
+                       params, 0.125 * params, 64 * params));
+  }
   return c;
 }
 
@@ -323,7 +333,15 @@ const ConfigFields<EngineConfig>& engine_fields() {
          }
        },
        [](const E& c, json& j) { j["gpu_memory_utilization"] = c.gpu_memory_utilization; }},
-      number_field("activation_reserve_bytes", &E::activation_reserve_bytes, 0, kMaxBytes),
+      {[](JsonSection& e, E& c) {
+         c.activation_reserve_bytes = e.in_range("activation_reserve_bytes",
+                                                 c.activation_reserve_bytes, 0, kMaxBytes);
+         // Bytes: a reserve under a megabyte is a GB figure written bare (2 for 2 GB).
+         if (c.activation_reserve_bytes > 0 && c.activation_reserve_bytes < 1e6) {
+           e.fail("activation_reserve_bytes", "bytes: 0, or at least 1e6 (2 GB is 2e9)");
+         }
+       },
+       [](const E& c, json& j) { j["activation_reserve_bytes"] = c.activation_reserve_bytes; }},
       // Written under vLLM's name; max_sessions_per_step is its old alias.
       {[](JsonSection& e, E& c) {
          if (e.has("max_num_seqs") && e.has("max_sessions_per_step")) {

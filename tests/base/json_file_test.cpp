@@ -131,5 +131,25 @@ TEST(JsonFile, ErrorMessagesNeverDumpWholeValues) {
   EXPECT_EQ(json_preview(nlohmann::json(std::string(1000, 'x'))).size(), 80u);
 }
 
+// A null field is absent: asking for it (has) makes it known to finish(), as reading it does; a
+// present field that has() saw but nothing read is still unknown, and so is a null one never asked.
+TEST(JsonFile, ANullFieldAskedForIsAbsentNotUnknown) {
+  const nlohmann::json j = {{"profile", {1}}, {"profile_file", nullptr}};
+  JsonSection asked(j, "f.json", "");
+  EXPECT_TRUE(asked.has("profile"));
+  EXPECT_FALSE(asked.has("profile_file"));
+  asked.raw("profile");
+  EXPECT_NO_THROW(asked.finish());
+
+  JsonSection unread(j, "f.json", "");
+  EXPECT_FALSE(unread.has("profile_file"));
+  EXPECT_TRUE(unread.has("profile"));
+  EXPECT_THROW(unread.finish(), ConfigError);  // profile: seen, never read
+
+  JsonSection never(j, "f.json", "");
+  never.raw("profile");
+  EXPECT_THROW(never.finish(), ConfigError);  // profile_file: never asked for
+}
+
 }  // namespace
 }  // namespace metronome

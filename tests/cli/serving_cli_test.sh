@@ -84,6 +84,9 @@ for want in '^models' '^  moshi ' '^  qwen3-omni-30b-a3b .* 8 of 128' '^gpus' '^
   '^  workload.deadline_s +s +period'; do
   grep -Eq -- "$want" "$tmp/list.txt" || fail "list lacks /$want/"
 done
+# The figures' experiment specs are not scenarios (--scenario refuses them), even one that has a
+# horizon_s of its own.
+! grep -q '^  experiments/' "$tmp/list.txt" || fail "list shows an experiment spec as a scenario"
 # unlisted.py LIST KIND:FILE...: the fields of each JSON file that `metronome list` (LIST) does not
 # name. KIND "scenario": a predict --json output's resolved scenario; "gpu" or "model": a shipped
 # description file, its notes (comment, the file's source, a fit's error tables) left out.
