@@ -334,8 +334,8 @@ const ConfigFields<EngineConfig>& engine_fields() {
        },
        [](const E& c, json& j) { j["gpu_memory_utilization"] = c.gpu_memory_utilization; }},
       {[](JsonSection& e, E& c) {
-         c.activation_reserve_bytes = e.in_range("activation_reserve_bytes",
-                                                 c.activation_reserve_bytes, 0, kMaxBytes);
+         c.activation_reserve_bytes =
+             e.in_range("activation_reserve_bytes", c.activation_reserve_bytes, 0, kMaxBytes);
          // Bytes: a reserve under a megabyte is a GB figure written bare (2 for 2 GB).
          if (c.activation_reserve_bytes > 0 && c.activation_reserve_bytes < 1e6) {
            e.fail("activation_reserve_bytes", "bytes: 0, or at least 1e6 (2 GB is 2e9)");
