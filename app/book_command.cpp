@@ -4,6 +4,7 @@
 // reads the live run by the same definitions of due, served, silent and late.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -162,6 +163,27 @@ RecordedRun read_records(const std::string& dir, double* origin, nlohmann::json*
   return r;
 }
 
+// The engine, model and callers are what the recording ran, which its records do not all say
+// (engine.num_gpu_blocks=5 would book vLLM's usage against a 5-block pool): --set may change only
+// how the run is read.
+void check_reading_sets(const std::vector<std::string>& sets) {
+  static constexpr std::string_view kReading[] = {"horizon_s", "output", "workload.deadline_s",
+                                                  "engine.silence_after_s"};
+  for (const std::string& a : sets) {
+    const std::string key = a.substr(0, a.find('='));
+    const bool reading = std::ranges::any_of(kReading, [&](std::string_view k) {
+      return key == k || (key.starts_with(k) && key[k.size()] == '.');
+    });
+    if (!reading) {
+      throw ConfigError(fmt::format(
+          "--set {}: book reads a run as it was recorded; --set may change only how it is read "
+          "(horizon_s, up to the recording's; output.*; workload.deadline_s; "
+          "engine.silence_after_s), not what ran (give the scenario the run drove)",
+          key));
+    }
+  }
+}
+
 }  // namespace
 
 Run add_book(CLI::App& app) {
@@ -185,6 +207,7 @@ Run add_book(CLI::App& app) {
                   "Directory for summary.json, timeseries.csv and scenario.json (summary.json "
                   "last); the records' folder itself will do");
   return [o]() {
+    check_reading_sets(o->scenario.sets);
     const Scenario s = o->scenario.load();
     require_regular_file(o->records + "/frames.csv", "live frames (frames.csv)");
     double origin = 0;
@@ -199,6 +222,19 @@ Run add_book(CLI::App& app) {
           o->records, it->get<std::string>(), s.name));
     }
     const FirstOrderPrediction prediction = predict_first_order(s);
+    // Records from a driver that wrote what vLLM was started with (older ones did not) are
+    // checked against the scenario's pool, which vLLM's usage is a fraction of.
+    if (const auto e = run.find("engine_config"); e != run.end() && e->is_object()) {
+      for (const auto& [key, ours] : {std::pair{"num_gpu_blocks", prediction.pool.num_blocks},
+                                      {"block_size", s.engine.block_size}}) {
+        if (const auto v = e->find(key); v != e->end() && *v != ours) {
+          throw ConfigError(fmt::format(
+              "{}/run.json: engine_config.{}: vLLM ran with {}, the scenario's is {}; book the "
+              "run with the scenario it drove",
+              o->records, key, v->dump(), ours));
+        }
+      }
+    }
 
     std::unique_ptr<RunFolder> out;
     if (!o->out.empty()) out = std::make_unique<RunFolder>(o->out);
@@ -219,7 +255,9 @@ Run add_book(CLI::App& app) {
                      {"not_recorded",
                       {"blocks_allocated", "blocks_released", "max_resident_blocks_per_session"}},
                      {"pool_blocks_from", "vllm:kv_cache_usage_perc x the scenario's pool"},
-                     {"stalled_sessions_from", "vllm:num_requests_waiting"},
+                     {"stalled_sessions_from",
+                      "vllm:num_requests_waiting (every waiting request, short of blocks or "
+                      "queued behind a running step)"},
                      {"run", run}};
     if (out) out->finish(s, j);
     if (o->scenario.json) {

@@ -52,6 +52,7 @@ int simulate_fleet(const Scenario& s, const FleetRunOptions& o) {
     if (s.fleet->autoscale) files.push_back("replica_counts.csv");
     if (s.fleet->gateway->control_loop()) files.push_back("gateway_control.csv");
     dir = std::make_unique<OutputDir>(o.out, "--out", files);
+    remove_fleet_outputs(*dir);
     observer_for = [&](size_t i) -> RunObserver* {
       folders.resize(std::max(folders.size(), i + 1));
       folders[i] = std::make_unique<RunFolder>(dir->file("replicas/" + std::to_string(i)));

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/output_dir.h"
 #include "base/output_file.h"
@@ -27,6 +28,7 @@ class RunFolder {
         series_(dir_.file("timeseries.csv")) {}
 
   TimeSeriesWriter& series() { return series_; }
+  const OutputDir& dir() const { return dir_; }
 
   void finish(const Scenario& s, const nlohmann::json& summary) {
     series_.close();
@@ -38,5 +40,11 @@ class RunFolder {
   OutputDir dir_;
   TimeSeriesWriter series_;
 };
+
+// An earlier fleet's outputs in a folder a run now owns: its replicas' folders (replicas/N) and the
+// tables beside them. A smaller fleet, or one engine, would otherwise leave them there as if they
+// were its own. Removes only the files Metronome writes there (refusing one that is an input of
+// this run), then each folder left empty; ConfigError where a file cannot be removed.
+void remove_fleet_outputs(const OutputDir& dir);
 
 }  // namespace metronome::cli

@@ -104,6 +104,7 @@ Run add_simulate(CLI::App& app) {
     std::unique_ptr<MetricsWriter> metrics;
     if (!o->out.empty()) {
       out = std::make_unique<RunFolder>(o->out);
+      remove_fleet_outputs(out->dir());
       observers.add(&out->series());
     }
     if (!o->metrics.empty()) {

@@ -660,6 +660,12 @@ def write_outputs(plan, args, books, info, wall_s, load_before, load_after, gate
     run = dict(info)
     run.update({
         "scenario": plan.name,
+        # What vLLM was started with: book checks a scenario's pool against it.
+        "engine_config": {"num_gpu_blocks": plan.num_blocks, "block_size": plan.block_size,
+                          "max_num_seqs": plan.max_num_seqs,
+                          "max_num_batched_tokens": plan.max_batched,
+                          "kept_window_tokens": plan.window,
+                          "enable_prefix_caching": plan.prefix_caching},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()} {cpu_model()}, {os.cpu_count()} cores",
         "load_average_before": load_before, "load_average_after": load_after,

@@ -272,4 +272,19 @@ grep -q '"num_blocks": 14099' "$tmp/one.json" || fail "predict --set fleet=null:
 [[ -f $tmp/one_engine/summary.json && ! -d $tmp/one_engine/replicas ]] ||
   fail "simulate --set fleet=null did not run one engine: $(ls "$tmp/one_engine")"
 
+# --- A folder reused: an earlier, larger fleet's replicas are not left beside a smaller fleet's,
+# nor beside one engine's (the f1 fleet has 5 replicas)
+cp -r "$tmp/f1" "$tmp/reuse"
+touch "$tmp/reuse/replicas/4/mine.txt"
+"$bin" simulate --set horizon_s=10 --set 'workload.arrival={"type":"poisson","rate_per_s":5}' \
+  --set 'fleet={"groups":[{"name":"big","count":2}],"router":{"type":"least_sessions"}}' \
+  --out "$tmp/reuse" >/dev/null 2>&1 || fail "a 2-replica fleet into a 5-replica fleet's folder"
+cases=$((cases + 1))
+[[ "$(ls "$tmp/reuse/replicas")" == $'0\n1\n4' && "$(ls "$tmp/reuse/replicas/4")" == mine.txt ]] ||
+  fail "stale replica folders: $(ls -R "$tmp/reuse/replicas" | tr '\n' ' ')"
+"$bin" simulate --set horizon_s=5 --out "$tmp/reuse" >/dev/null 2>&1 || fail "one engine into a fleet's folder"
+cases=$((cases + 1))
+[[ ! -e $tmp/reuse/replicas.csv && ! -e $tmp/reuse/replicas/0 && -f $tmp/reuse/replicas/4/mine.txt ]] ||
+  fail "one engine left the fleet's outputs: $(ls -R "$tmp/reuse" | tr '\n' ' ')"
+
 finish fleet_cli_test

@@ -46,10 +46,39 @@ done
 
 # Records of another scenario, or damaged ones, are refused.
 rec="$src/results/live/unbounded_stall/live" scen="$src/scenarios/live/unbounded_stall.json"
+# (another scenario of the same name: the file's field changed, as --set may not)
+other() {  # other FIELD VALUE: the scenario with workload.FIELD = VALUE, as $tmp/other.json
+  $py -c 'import json, os, sys; j = json.load(open(sys.argv[1])); w = j["workload"]
+*path, last = sys.argv[2].split("."); [w := w[p] for p in path]; w[last] = json.loads(sys.argv[3])
+c = j["cost_model"]; c["file"] = os.path.join(os.path.dirname(sys.argv[1]), c["file"])
+json.dump(j, open(sys.argv[4], "w"))' "$scen" "$1" "$2" "$tmp/other.json"
+}
+other frame_period_s 0.2
 expect_error 'frames.csv:[0-9]+: release_s .* expected .*not a recording of this scenario' \
-  book --scenario "$scen" --set workload.frame_period_s=0.2 --records "$rec"
+  book --scenario "$tmp/other.json" --records "$rec"
+other arrival.sessions 4
 expect_error 'frames.csv:[0-9]+: session [4-7]: expected a caller of the scenario \(0 to 3\)' \
+  book --scenario "$tmp/other.json" --records "$rec"
+# --set changes how the run is read, never what ran: the pool the usage is a fraction of is vLLM's
+expect_error -- '--set engine.num_gpu_blocks: book reads a run as it was recorded' \
+  book --scenario "$scen" --set engine.num_gpu_blocks=5 --records "$rec"
+expect_error -- '--set workload.arrival.sessions: book reads a run as it was recorded' \
   book --scenario "$scen" --set workload.arrival.sessions=4 --records "$rec"
+# A recording that says what vLLM was started with is checked against the scenario's pool.
+mkdir -p "$tmp/said"
+cp "$rec"/* "$tmp/said/"
+said() {  # said BLOCKS: the run.json of $rec with engine_config.num_gpu_blocks = BLOCKS
+  $py -c 'import json, sys; j = json.load(open(sys.argv[1]))
+j["engine_config"] = {"num_gpu_blocks": int(sys.argv[2]), "block_size": 32}
+json.dump(j, open(sys.argv[3], "w"))' "$rec/run.json" "$1" "$tmp/said/run.json"
+}
+said 161
+expect_error 'said/run.json: engine_config.num_gpu_blocks: vLLM ran with 161, the scenario.s is 160' \
+  book --scenario "$scen" --records "$tmp/said"
+said 160
+cases=$((cases + 1))
+"$bin" book --scenario "$scen" --records "$tmp/said" >/dev/null 2>"$tmp/err" ||
+  fail "book with a matching engine_config: $(head -c 300 "$tmp/err")"
 mkdir -p "$tmp/cut"
 cp "$rec/run.json" "$tmp/cut/"
 grep -v '^3,7,' "$rec/frames.csv" >"$tmp/cut/frames.csv"
