@@ -58,8 +58,16 @@ Run add_recommend(CLI::App& app) {
   cmd->add_option("-j,--jobs", o->jobs, "Worker threads (default 1); results do not depend on it")
       ->check(CLI::Range(1, 256));
   return [o]() {
-    Scenario s = o->scenario.load_engine("recommend");
-    if (!s.admission.policy->limits()) {  // N* needs a controller: AIMD with its defaults
+    // N* needs a controller. Where the scenario has none, AIMD: loaded under the user's --sets so
+    // that their admission.* fields are AIMD's (not warned about as ignored, then dropped).
+    ScenarioOptions options = o->scenario;
+    // (A fleet is refused below, by the scenario's own name.)
+    if (const Scenario peek = load_scenario(options.scenario, options.sets);
+        !peek.fleet && !peek.admission.policy->limits()) {
+      options.sets.insert(options.sets.begin(), "admission.type=aimd");
+    }
+    Scenario s = options.load_engine("recommend");
+    if (!s.admission.policy->limits()) {  // --set admission.type=none: AIMD with its defaults
       const nlohmann::json aimd = {{"type", "aimd"}};
       JsonSection section(aimd, s.source, "admission");
       s.admission.policy = admission_policies().parse(section, std::nullopt);

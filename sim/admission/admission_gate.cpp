@@ -45,7 +45,13 @@ AdmissionGate::Entry AdmissionGate::admit(Time now, double duration_s, int64_t l
     e.context_capped = cap_call(e.call, e.start, *cap, horizon_, period_);
   }
   if (memory_guard_) {
-    e.reserve = reserve_for(e.call.frames);
+    // The whole call's, also where it outlives the run: a guard cannot know where a run ends.
+    int64_t frames = e.call.frames;
+    if (e.call.end == kNever) {
+      frames = static_cast<int64_t>(std::min(1e15, std::ceil(duration_s / to_seconds(period_))));
+      if (const auto cap = rule_.residency.cap_frames()) frames = std::min(frames, *cap);
+    }
+    e.reserve = reserve_for(std::max<int64_t>(1, frames));
     if (!reserve_fits(e.reserve)) {
       e.verdict = Verdict::kNoMemory;
       return e;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -46,7 +47,9 @@ Scenario probe_scenario(const Scenario& s, int64_t n, double probe_s, bool rando
   // Every caller is released within a frame period of the start (Poisson ones mostly), so none
   // serves more than the probe's frames plus one.
   const auto frames = static_cast<int64_t>(probe_s / period) + 2;
-  p.engine.num_blocks = n * frame_rule(s).residency.most_blocks_through(frames + 1) + 1;
+  const KvRule rule = s.kv_rule();
+  // (At least one caller's bound: a scenario whose pool cannot hold one is refused.)
+  p.engine.num_blocks = std::max(n * rule.most_blocks_through(frames + 1) + 1, rule.bound());
   return p;
 }
 
@@ -65,6 +68,13 @@ bool meets_deadline(const Scenario& s, const CostModel& cost, int64_t n, double 
 
 double default_probe_s(const Scenario& s) {
   const double rate = static_cast<double>(s.workload.kv_tokens()) / s.workload.frame_period_s;
+  const double call = std::min(s.workload.duration.fixed_s().value_or(s.horizon_s), s.horizon_s);
+  if (const auto cap = s.kv_rule().cap_frames()) {
+    // A capped call ends at the cap: as unbounded KV, its end is where its context is largest (a
+    // probe past it would hold no caller).
+    return std::max(2 * s.workload.frame_period_s,
+                    std::min(call, static_cast<double>(*cap) * s.workload.frame_period_s));
+  }
   if (s.kv_policy.bounded() && rate > 0) {
     // Long enough for every session's resident KV to reach its bound, plus as long again at steady
     // state.
@@ -72,8 +82,7 @@ double default_probe_s(const Scenario& s) {
     return std::max(10.0, 2.0 * static_cast<double>(most) / rate);
   }
   // Unbounded: the latency at the end of a call, where its context (and cost) is largest.
-  const double call = s.workload.duration.fixed_s().value_or(s.horizon_s);
-  return std::min(call, s.horizon_s);
+  return call;
 }
 
 // The most callers the deadline search probes.
@@ -108,22 +117,23 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   const std::unique_ptr<CostModel> cost = make_unchecked_cost_model(s);
   c.cost_model = cost->label();
   const auto pred = predict_first_order(s);
-  if (pred.memory_cap_sessions) {
-    c.memory_cap = *pred.memory_cap_sessions;
-  } else {
-    c.memory_cap_grows_with_time = true;
-    c.call_s = std::min(s.workload.duration.fixed_s().value_or(s.horizon_s), s.horizon_s);
-    const auto frames = static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s));
-    const int64_t tokens = s.workload.growth().context_at(frames);  // frames >= 1: calls last > 0 s
-    const int64_t blocks = (tokens + s.engine.block_size - 1) / s.engine.block_size + 1;
-    c.memory_cap = pred.pool.num_blocks / blocks;
-  }
+  // The most blocks a caller holds over its call (KvRule::most_blocks_through: a bounded policy's
+  // bound once its call reaches it, else what its tokens cover at hang-up).
+  c.call_s = std::min(s.workload.duration.fixed_s().value_or(s.horizon_s), s.horizon_s);
+  const KvRule rule = s.kv_rule();
+  const int64_t most = rule.most_blocks_through(
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(c.call_s / s.workload.frame_period_s))));
+  c.blocks_per_caller = most;
+  c.memory_cap_depends_on_call_length = !s.kv_policy.bounded() || most < rule.bound();
+  c.memory_cap = pred.pool.num_blocks / std::max<int64_t>(1, most);  // (a caller of no KV holds 0)
   // A probe too short to show a slow overload still reads a low latency (a 24 s probe put an
   // Omni cap at 1041 callers where 1005 missed 20% of frames over 1000 s): past the frame
   // scheduler's full-step pace at the contexts the probe ends with (its costliest frames), no
   // probe can pass.
+  // (A capped call's context stops at its cap, whatever the probe's length.)
   const int64_t end_ctx = s.workload.growth().context_at(
-      static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s)));
+      std::min(static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s)),
+               rule.cap_frames().value_or(std::numeric_limits<int64_t>::max())));
   const int64_t pace = full_step_sessions(s, s.kv_rule().cached(end_ctx), *cost);
   c.pace_cap = pace;  // the frame scheduler's, the only one searched
   // Frames that cost (next to) nothing leave the deadline nothing to bind: the search would
@@ -191,9 +201,10 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
       {"scenario", to_json(s)},
       {"capacity",
        {{"memory_cap_sessions", c.memory_cap},
-        {"memory_cap_grows_with_time", c.memory_cap_grows_with_time},
+        {"memory_cap_blocks_per_session", c.blocks_per_caller},
+        {"memory_cap_depends_on_call_length", c.memory_cap_depends_on_call_length},
         {"memory_cap_call_s",
-         c.memory_cap_grows_with_time ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
+         c.memory_cap_depends_on_call_length ? nlohmann::json(c.call_s) : nlohmann::json(nullptr)},
         {"deadline_cap_sessions", c.deadline_cap},
         {"pace_cap_sessions", c.pace_cap ? nlohmann::json(*c.pace_cap) : nlohmann::json(nullptr)},
         {"deadline_cap_random_phases_sessions",
@@ -213,13 +224,21 @@ nlohmann::json capacity_json(const Scenario& s, const CapacityReport& c) {
 std::string capacity_text(const Scenario& s, const CapacityReport& c) {
   std::string out = fmt::format("scenario      {} ({} on {}, {} KV)\n", s.name, s.model.name,
                                 s.gpu.name, s.kv_policy.type());
-  if (c.memory_cap_grows_with_time) {
+  if (!s.kv_policy.bounded()) {
     out += fmt::format(
-        "memory cap    {} sessions for {:.0f} s calls (unbounded KV: fewer the longer "
-        "calls last)\n",
-        c.memory_cap, c.call_s);
+        "memory cap    {} sessions for {:.0f} s calls ({} blocks each at hang-up; unbounded KV: "
+        "fewer the longer calls last)\n",
+        c.memory_cap, c.call_s, c.blocks_per_caller);
+  } else if (c.memory_cap_depends_on_call_length) {
+    out += fmt::format(
+        "memory cap    {} sessions for {:.0f} s calls ({} blocks each: the calls end before {} "
+        "KV reaches its bound, so each holds what unbounded KV would)\n",
+        c.memory_cap, c.call_s, c.blocks_per_caller, s.kv_policy.type());
   } else {
-    out += fmt::format("memory cap    {} sessions (windowed: fixed)\n", c.memory_cap);
+    out += fmt::format(
+        "memory cap    {} sessions ({} KV bounds each at {} blocks, however long "
+        "calls last)\n",
+        c.memory_cap, s.kv_policy.type(), c.blocks_per_caller);
   }
   const std::string drawn_phases = s.admission.join == "spread" ? "spread joins" : "random phases";
   out += fmt::format(

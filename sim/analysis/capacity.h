@@ -31,7 +31,9 @@ class Progress;
 
 struct CapacityReport {
   int64_t memory_cap = 0;
-  bool memory_cap_grows_with_time = false;  // unbounded KV: the cap is for calls of call_s
+  int64_t blocks_per_caller = 0;  // the most a caller holds over a call of call_s
+  // Unbounded KV, or calls that end before the policy's bound: the cap is for calls of call_s.
+  bool memory_cap_depends_on_call_length = false;
   double call_s = 0;
   int64_t deadline_cap = 0;         // callers evenly spread over a period: the best case; binds
   std::optional<int64_t> pace_cap;  // frame scheduler only; deadline caps never exceed it

@@ -259,8 +259,7 @@ Plan prepare(const Scenario& base, const PlanSpec& spec) {
   // Load each candidate once here (one thread): a GPU without a price is an error for the whole
   // plan; a degree or window the scenario refuses is a reason to skip that candidate.
   for (PlanCandidate& c : out.candidates) {
-    c.skipped = quality_skip(spec, c);
-    if (!c.skipped.empty()) continue;
+    const std::string below_floor = quality_skip(spec, c);  // the reason shown, where there is one
     try {
       const Scenario one = candidate_scenario(base, spec, c, 0);
       if (!one.gpu.price_per_gpu_hour) {
@@ -277,6 +276,8 @@ Plan prepare(const Scenario& base, const PlanSpec& spec) {
       if (std::string(e.what()).find("price_per_gpu_hour") != std::string::npos) throw;
       c.skipped = e.what();
     }
+    // Loaded all the same, for its price, which a skipped row still shows (not a price of 0).
+    if (!below_floor.empty()) c.skipped = below_floor;
   }
   return out;
 }
@@ -569,7 +570,9 @@ std::string plan_text(const Scenario& base, const PlanSpec& spec, const Plan& p)
     o << fmt::format("kv_policy  the scenario's {} is replaced by each candidate's KV (--kv)\n",
                      base.kv_policy.policy->describe());
   }
-  if (!p.best) {
+  if (!p.best && tried == 0) {
+    o << "best       none: every candidate was skipped (each row below says why)\n";
+  } else if (!p.best) {
     o << "best       none: no candidate meets the tests within max_replicas\n";
   } else {
     const PlanCandidate& b = p.candidates[*p.best];

@@ -291,11 +291,27 @@ std::string keep_up_warning(const FirstOrderPrediction& p) {
           : std::string());
 }
 
+// What the first-order model does not know of vLLM's scheduler (docs/vllm.md): it counts a paused
+// streaming session as running, so callers past max_num_seqs wait while the first ones stay.
+std::string vllm_seqs_warning(const Scenario& s, const FirstOrderPrediction& p) {
+  if (s.engine.scheduler != "vllm_v1" || s.engine.session_model != "resumable" ||
+      p.peak_concurrent_sessions <= s.engine.max_sessions_per_step) {
+    return "";
+  }
+  return fmt::format(
+      "warning    engine.max_num_seqs {} is below the {} callers live at once: vLLM counts a "
+      "paused "
+      "streaming session as running, so the rest wait while the first {} stay, and the pool "
+      "fills later than this t_sat, which counts every caller (simulate models it; docs/vllm.md)\n",
+      s.engine.max_sessions_per_step, p.peak_concurrent_sessions, s.engine.max_sessions_per_step);
+}
+
 }  // namespace
 
 std::string prediction_text(const Scenario& s, const FirstOrderPrediction& p) {
   return scenario_line(s) + model_lines(s.model) + memory_line(s, p.pool) + pool_line(s, p.pool) +
-         load_line(p) + context_cap_line(s) + saturation_lines(s, p) + keep_up_warning(p);
+         load_line(p) + context_cap_line(s) + saturation_lines(s, p) + keep_up_warning(p) +
+         vllm_seqs_warning(s, p);
 }
 
 std::string frame_passes_text(const Scenario& s, const FirstOrderPrediction& p) {

@@ -259,6 +259,14 @@ FirstOrderPrediction predict_first_order(const Scenario& s) {
   const bool may_fill = !p.max_blocks_per_session ||
                         p.peak_concurrent_sessions * *p.max_blocks_per_session > p.pool.num_blocks;
   if (may_fill) p.t_sat_blocks_s = whole_block_t_sat(calls, f, p.pool.num_blocks, horizon);
+  const Time full = p.t_sat_blocks_s ? from_seconds(*p.t_sat_blocks_s) : kNever;
+  for (const Call& c : calls) {
+    if (full != kNever && c.arrival <= full && (c.end == kNever || c.end > full)) {
+      ++p.sessions_at_t_sat;
+    }
+    const Time last = std::min(c.end == kNever ? horizon : c.end - 1, horizon);
+    p.longest_call_frames = std::max(p.longest_call_frames, (last - c.arrival) / f.period + 1);
+  }
   return p;
 }
 

@@ -41,6 +41,10 @@ struct FirstOrderPrediction {
   double rho0 = 0;                      // pool fraction held at t = 0 (prompts of t = 0 arrivals)
   int64_t sessions = 0;                 // callers in this seed's schedule within the horizon
   int64_t peak_concurrent_sessions = 0;
+  // Callers live when the pool first fills (at t_sat_blocks_s; 0 where it never does), and the
+  // most frames any call serves within the horizon: what check_service prices.
+  int64_t sessions_at_t_sat = 0;
+  int64_t longest_call_frames = 0;
   // Unbounded growth only: the continuous closed form (summed ages); nullopt if never full in
   // horizon.
   std::optional<double> t_sat_continuous_s;

@@ -55,10 +55,13 @@ ServiceCheck check_service(const Scenario& s, const FirstOrderPrediction& p,
                            const CostModel& cost) {
   ServiceCheck c;
   const auto& w = s.workload;
-  c.sessions = std::max<int64_t>(1, p.peak_concurrent_sessions);
+  // The callers live when the pool fills, sharing it; else the most ever live. No caller holds
+  // more than the longest call's context (calls shorter than a pool's share end below it).
+  c.sessions =
+      std::max<int64_t>(1, p.t_sat_blocks_s ? p.sessions_at_t_sat : p.peak_concurrent_sessions);
   c.period_s = w.frame_period_s;
   const int64_t pool_tokens = p.pool.num_blocks * s.engine.block_size;
-  c.context = pool_tokens / c.sessions;
+  c.context = std::min(pool_tokens / c.sessions, w.growth().context_at(p.longest_call_frames));
   const KvRule rule = s.kv_rule();
   if (s.kv_policy.bounded()) {
     c.context = std::min(c.context, s.kv_policy.policy->max_resident_tokens(w.growth()));

@@ -750,8 +750,8 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
                           "has no sample, and the run is in its totals only",
                           s.horizon_s, s.output.sample_period_s)
             : fmt::format("horizon_s {} is not a whole number of output.sample_period_s {}: the "
-                          "time series' last sample is at {} s, and the {} s after it are in the "
-                          "run's totals only",
+                          "time series' last sample is at {:.9g} s, and the {:.9g} s after it are "
+                          "in the run's totals only",
                           s.horizon_s, s.output.sample_period_s,
                           to_seconds(horizon - horizon % period), to_seconds(horizon % period)));
   }
@@ -956,6 +956,15 @@ Scenario parse_scenario(const nlohmann::json& j, const std::string& source) {
   check_tensor_parallel(s);
   check_run_size(s);
   collect_warnings(s, j);
+  // vLLM keeps every ingested token and every sampled one but the last (docs/vllm.md, growth per
+  // frame): a resumable session whose scenario states no KV growth grows by that, for every
+  // reader of the growth rule (first-order, pool sizing, capacity) as for the vLLM model itself.
+  // After the warnings, which are about a growth the user gave.
+  if (s.engine.scheduler == "vllm_v1" && s.engine.session_model == "resumable" &&
+      !s.workload.kv_tokens_per_frame) {
+    s.workload.kv_tokens_per_frame = std::max<int64_t>(
+        0, s.workload.input_tokens_per_frame + s.workload.output_tokens_per_frame - 1);
+  }
   return s;
 }
 

@@ -4,6 +4,7 @@
 // policy is a window, the window's closed forms (core/kv_window.h); otherwise its resident_from.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -51,11 +52,21 @@ class KvRule {
   }
   // Blocks held while frame m is served: its peak over that frame.
   int64_t step_blocks_at(int64_t m) const { return step_blocks(g_.context_at(m), g_.appended(m)); }
-  // The most blocks a session holds over its first `frames` frames: a bounded policy's bound, else
-  // what it holds while its last frame is served.
+  // The most blocks a session holds over its first `frames` frames, or more (never less: the
+  // memory guard reserves it, capacity divides the pool by it). No policy holds more blocks than
+  // all its tokens cover, nor more than its bound: the lesser of the two is exact while the
+  // session still holds every token (a call shorter than a window's fill holds what unbounded KV
+  // would) and once its blocks reach the bound; between, from a policy's first drop to its
+  // top, it is the bound (a window full but not yet straddling a block, a saw-tooth's rise).
   int64_t most_blocks_through(int64_t frames) const {
-    return bound_ > 0 ? bound_ : step_blocks_at(frames - 1);
+    // (A call of 1e15 frames would overflow the token count: 2^62 tokens is past any bound.)
+    const int64_t m = std::min(
+        frames - 1, ((int64_t{1} << 62) - g_.prompt) / std::max<int64_t>(1, g_.per_frame) - 1);
+    const int64_t all = bs_.ceil_div(g_.context_at(m) + g_.appended(m));
+    return bound_ > 0 ? std::min(bound_, all) : step_blocks_at(m);
   }
+  // KvPolicy::max_step_blocks for a bounded policy, else 0.
+  int64_t bound() const { return bound_; }
   // Cached keys visible to the next query of a session that has cached ctx tokens.
   template <bool kWindow = false>
   int64_t cached(int64_t ctx) const {

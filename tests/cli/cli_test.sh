@@ -62,4 +62,27 @@ for f in "$src"/scenarios/default.json "$src"/scenarios/canonical/*.json; do
   "$bin" predict --scenario "$f" --json >/dev/null || fail "predict $f"
 done
 
+# predict under vLLM's scheduler: a resumable session that states no KV growth grows by n_in + n_out
+# - 1, and the pool fills where simulate's vLLM model stalls (58.88 s, docs/vllm.md); with fewer
+# max_num_seqs than callers it says the first-order t_sat counts callers vLLM leaves waiting.
+"$bin" predict --set engine.scheduler=vllm_v1 --set engine.max_num_seqs=512 \
+  --set workload.kv_tokens_per_frame=null >"$tmp/v.txt" 2>&1 || fail "predict vllm_v1"
+grep -q '58.88 s (whole blocks)' "$tmp/v.txt" && ! grep -q 'max_num_seqs' "$tmp/v.txt" ||
+  fail "predict vllm_v1 growth: $(grep -E 't_sat|warning' "$tmp/v.txt")"
+"$bin" predict --set engine.scheduler=vllm_v1 >"$tmp/v.txt" 2>&1 || fail "predict vllm_v1 256"
+grep -q 'warning    engine.max_num_seqs 256 is below the 300 callers live at once' "$tmp/v.txt" ||
+  fail "predict vllm_v1 max_num_seqs: $(grep -E 't_sat|warning' "$tmp/v.txt")"
+# Callers arriving over time: the engine is checked with those live when the pool fills (about 5/s
+# x 86 s), not every caller of the horizon, and keeps up (simulate stalls at t_sat, 85.33 s).
+"$bin" predict --set 'workload.arrival={"type":"poisson","rate_per_s":5}' --set horizon_s=600 \
+  >"$tmp/p.txt" 2>&1 || fail "predict poisson"
+grep -q 'one period.s frames of 414 sessions' "$tmp/p.txt" && ! grep -q 'cannot keep up' "$tmp/p.txt" ||
+  fail "predict poisson keep-up: $(grep -E 'spread|warning' "$tmp/p.txt")"
+# capacity under a context cap probes and paces the calls as they end, at the cap (600 tokens, 48 s)
+"$bin" capacity --json --quiet --set engine.num_gpu_blocks=40000 --set horizon_s=100 \
+  --set 'kv_policy={"type":"context_cap","cap_tokens":600}' >"$tmp/c.json" 2>/dev/null || fail "capacity context_cap"
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["capacity"]
+assert c["probe_s"] == 48 and c["pace_cap_sessions"] > 700 and c["memory_cap_sessions"] == 40000 // 38, c' \
+  "$tmp/c.json" || fail "capacity context_cap: $(head -c 600 "$tmp/c.json")"
+
 finish "CLI checks"

@@ -239,6 +239,13 @@ expect_error 'workload.arrival.profile\[1\]: time_s: expected times in increasin
 expect_error 'engine.tensor_parallel: expected a degree that divides model.attention_heads' simulate --set model=llama-3-70b --set engine.tensor_parallel=8 --set model.attention_heads=36 --set model.kv_heads=4
 expect_error 'engine.tensor_parallel: expected one of 1, 2, 4, 8' simulate --set engine.tensor_parallel=3
 expect_error 'fleet.gateway.type: expected a gateway without a control loop where the replicas run their own admission.type "aimd" .*, got "aimd"' simulate --set 'fleet={"groups":[{"count":2}],"gateway":{"type":"aimd"}}' --set admission.type=aimd
+# recommend runs AIMD where the scenario has no controller: a user's admission.* fields are its own
+cases=$((cases + 1))
+"$bin" recommend --json --quiet --set horizon_s=5 --seeds 1 --windows 240 --sinks 0 \
+  --set admission.initial_cap=7 >"$tmp/rec.json" 2>"$tmp/err" || fail "recommend with admission.initial_cap"
+$py -c 'import json, sys; a = json.load(open(sys.argv[1]))["scenario"]["admission"]
+assert (a["type"], a["initial_cap"]) == ("aimd", 7), a' "$tmp/rec.json" && ! grep -q 'ignored' "$tmp/err" ||
+  fail "recommend dropped admission.initial_cap=7: $(cat "$tmp/err")"
 # Commands that answer for one engine refuse a fleet rather than answer for one replica
 for cmd in capacity recommend predict "sweep --out $tmp/sweep"; do
   # shellcheck disable=SC2086

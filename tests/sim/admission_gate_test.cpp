@@ -50,6 +50,20 @@ TEST(AdmissionGate, MemoryGuardReservesTheWindowBound) {
   EXPECT_EQ(gate.admit(0, 60, 2).verdict, AdmissionGate::Verdict::kAdmitted);
 }
 
+// A call shorter than the window's fill reserves what its tokens cover at hang-up (2 s of Moshi:
+// 25 frames, 25 tokens, 2 blocks of 16), not the window's bound; a call that outlives the run
+// reserves for its whole length (the bound), as a guard that cannot know where a run ends must.
+TEST(AdmissionGate, MemoryGuardReservesWhatTheCallCanHold) {
+  const Scenario s = testing::moshi(1, "windowed", {"admission.memory_guard=\"on\""});
+  const auto cost = make_cost_model(s);
+  const int64_t bound = max_blocks_per_session(s);
+  AdmissionGate gate = gate_for(s, *cost, 100 * bound);
+  EXPECT_EQ(gate.admit(0, 2.0, 0).reserve, 2);
+  EXPECT_EQ(gate.admit(0, 60, 0).reserve, bound);  // 750 frames: the window is full
+  // 2 s before the 240 s horizon, a 60 s call: 26 frames fall in the run, all 750 in the call.
+  EXPECT_EQ(gate.admit(from_seconds(238), 60, 0).reserve, bound);
+}
+
 // The cap turns a caller away before the guard looks: a capped caller reserves nothing.
 TEST(AdmissionGate, CapComesBeforeTheGuard) {
   const Scenario s = testing::moshi(

@@ -199,6 +199,7 @@ TEST(Plan, QualityFloorAndRefusedDegreesAreSkipped) {
     } else if (c.window == 240) {  // the floor is checked first
       EXPECT_NE(c.skipped.find("perplexity ratio 1.300 over the floor 1.100"), std::string::npos)
           << c.skipped;
+      if (c.tensor_parallel == 1) EXPECT_EQ(c.price_per_gpu_hour, 3.5);  // its row's price, not 0
     } else {
       EXPECT_TRUE(c.skipped.empty()) << c.skipped;
       ++tried;

@@ -9,8 +9,11 @@
 
 #include "base/config_error.h"
 #include "sim/analysis/capacity.h"
+#include "sim/closed_form/first_order.h"
+#include "sim/engine/engine.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/sweep/wilson.h"
+#include "sim/workload/all_at_once_arrivals.h"
 #include "test_scenarios.h"
 
 namespace metronome {
@@ -243,16 +246,40 @@ TEST(Capacity, WindowedContrastScenarioIsDeadlineBound) {
   const Scenario s = load_scenario(std::string(METRONOME_SOURCE_DIR) +
                                    "/scenarios/admission/moshi_h200_aimd_windowed.json");
   const CapacityReport c = compute_capacity(s, 0.9);
-  EXPECT_FALSE(c.memory_cap_grows_with_time);
+  EXPECT_FALSE(c.memory_cap_depends_on_call_length);
   EXPECT_GT(c.memory_cap, 300);
   EXPECT_GT(c.deadline_cap, 100);
   EXPECT_EQ(c.binding, "deadline");
   const Scenario u = load_scenario(std::string(METRONOME_SOURCE_DIR) +
                                    "/scenarios/admission/moshi_h200_aimd_unbounded.json");
   const CapacityReport cu = compute_capacity(u, 0.9);
-  EXPECT_TRUE(cu.memory_cap_grows_with_time);
-  // Pool tokens over one 600 s call's tokens (12.5/s): about 27.
-  EXPECT_NEAR(static_cast<double>(cu.memory_cap), 208848.0 / 7500.0, 2.0);
+  EXPECT_TRUE(cu.memory_cap_depends_on_call_length);
+  // One call over the 600 s horizon holds 7500 tokens (12.5/s) at hang-up: 469 blocks of 16. The
+  // pool's blocks over that, and not a block more per caller (881 callers of 250 tokens fit the
+  // 14099 blocks in the engine; 882 stall).
+  EXPECT_EQ(cu.blocks_per_caller, 469);
+  EXPECT_EQ(cu.memory_cap, predict_first_order(u).pool.num_blocks / 469);
+}
+
+// The memory cap is the most callers whose KV at hang-up fits: that many run a whole call with no
+// stall, one more stalls (Moshi on H200, 20 s calls, unbounded and windowed with calls shorter
+// than the window's fill, which hold what unbounded KV would).
+TEST(Capacity, MemoryCapIsTheMostCallersThatFit) {
+  for (const std::vector<std::string>& policy :
+       {std::vector<std::string>{}, {"kv_policy.type=windowed", "kv_policy.window_tokens=480"}}) {
+    std::vector<std::string> sets = {"horizon_s=20", "workload.duration.seconds=20"};
+    sets.insert(sets.end(), policy.begin(), policy.end());
+    const Scenario s = load_scenario("", sets);
+    const CapacityReport c = compute_capacity(s, 0.9, /*probe_s=*/1.0);
+    EXPECT_TRUE(c.memory_cap_depends_on_call_length);
+    for (const int64_t n : {c.memory_cap, c.memory_cap + 1}) {
+      Scenario run = s;
+      run.workload.arrival.policy = std::make_shared<const AllAtOnceArrivals>(0, n);
+      run.horizon_s = 21;
+      const RunResult r = simulate(run);
+      EXPECT_EQ(r.first_stall_s.has_value(), n > c.memory_cap) << n << " callers";
+    }
+  }
 }
 
 }  // namespace
