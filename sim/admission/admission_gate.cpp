@@ -45,7 +45,8 @@ AdmissionGate::Entry AdmissionGate::admit(Time now, double duration_s, int64_t l
     e.context_capped = cap_call(e.call, e.start, *cap, horizon_, period_);
   }
   if (memory_guard_) {
-    // The whole call's, also where it outlives the run: a guard cannot know where a run ends.
+    // The whole call's, also where it outlives the run: a guard cannot know where a run ends
+    // (call_span's frames stop just past the horizon, and its length past it is not converted).
     int64_t frames = e.call.frames;
     if (e.call.end == kNever) {
       frames = static_cast<int64_t>(std::min(1e15, std::ceil(duration_s / to_seconds(period_))));

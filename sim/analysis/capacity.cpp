@@ -134,7 +134,7 @@ CapacityReport compute_capacity(const Scenario& s, double fraction, double probe
   const int64_t end_ctx = s.workload.growth().context_at(
       std::min(static_cast<int64_t>(std::floor(probe_s / s.workload.frame_period_s)),
                rule.cap_frames().value_or(std::numeric_limits<int64_t>::max())));
-  const int64_t pace = full_step_sessions(s, s.kv_rule().cached(end_ctx), *cost);
+  const int64_t pace = full_step_sessions(s, rule.cached(end_ctx), *cost);
   c.pace_cap = pace;  // the frame scheduler's, the only one searched
   // Frames that cost (next to) nothing leave the deadline nothing to bind: the search would
   // simulate up to a million callers per probe, for hours, to report its own limit.

@@ -57,7 +57,8 @@ class KvRule {
   // all its tokens cover, nor more than its bound: the lesser of the two is exact while the
   // session still holds every token (a call shorter than a window's fill holds what unbounded KV
   // would) and once its blocks reach the bound; between, from a policy's first drop to its
-  // top, it is the bound (a window full but not yet straddling a block, a saw-tooth's rise).
+  // top (a window full but not yet straddling a block, a saw-tooth's rise), it may be above the
+  // most held, never above the bound.
   int64_t most_blocks_through(int64_t frames) const {
     // (A call of 1e15 frames would overflow the token count: 2^62 tokens is past any bound.)
     const int64_t m = std::min(
