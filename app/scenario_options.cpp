@@ -105,8 +105,9 @@ std::string cost_model_spread(const Scenario& s, const FirstOrderPrediction& p) 
                         t == s.cost_model.type ? " (used)" : "");
   }
   return fmt::format(
-      "spread     one period's frames of {} sessions at {} cached tokens: {}; {:.2f}x apart{}\n",
-      any.sessions, any.context, line, lo > 0 ? hi / lo : 0.0,
+      "spread     one period's frames of {} sessions at {} cached tokens, in full steps of {}: {}; "
+      "{:.2f}x apart{}\n",
+      any.sessions, any.context, any.step_sessions, line, lo > 0 ? hi / lo : 0.0,
       (lo <= any.period_s) != (hi <= any.period_s)
           ? fmt::format(": whether the engine keeps up with the {:.0f} ms period depends on it",
                         any.period_s * 1e3)

@@ -283,9 +283,10 @@ std::string keep_up_warning(const FirstOrderPrediction& p) {
   const ServiceCheck& c = *p.service;
   return fmt::format(
       "warning    the engine cannot keep up: one frame of {} sessions at {} cached tokens takes "
-      "{:.1f} ms of engine time per {:.1f} ms period; frames fall behind, the KV grows at the "
-      "service rate and the pool fills later than t_sat{}\n",
-      c.sessions, c.context, c.work_s * 1e3, c.period_s * 1e3,
+      "{:.1f} ms of engine time in full steps of {} per {:.1f} ms period; frames fall further "
+      "behind every period, the KV grows at the service rate and the pool fills later than "
+      "t_sat{}\n",
+      c.sessions, c.context, c.work_s * 1e3, c.step_sessions, c.period_s * 1e3,
       c.t_sat_service_limited_s
           ? fmt::format(" (service-limited estimate {})", secs(c.t_sat_service_limited_s))
           : std::string());

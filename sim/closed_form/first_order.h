@@ -20,7 +20,7 @@ struct ServiceCheck {
   int64_t sessions = 0;  // live at the cliff (peak concurrency of the schedule)
   int64_t context = 0;   // mean cached tokens per session there: the pool's tokens shared out
   double period_s = 0;   // frame period
-  double work_s = 0;     // engine time to serve one frame of every session at that context
+  double work_s = 0;     // engine time to serve one frame of every session there, in full steps
   bool keeps_up = true;  // work_s <= period_s
   // The first step of that period, pass by pass (the frame scheduler's FramePasses): a frame's
   // first output token comes at the end of the ingest pass, each further one a decode pass later,

@@ -7,20 +7,9 @@
 namespace metronome {
 namespace {
 
-// One frame of `n` sessions at `ctx` cached tokens, served in steps of at most max_batch sessions.
+// Engine time to serve one frame of `n` sessions at `ctx` cached tokens at the full-step pace.
 double period_work(const Scenario& s, int64_t n, int64_t ctx, const CostModel& cost) {
-  const KvRule rule = s.kv_rule();
-  const kv::Window w = rule.pricing();
-  const int64_t cached = rule.cached(ctx);
-  const int64_t batch = s.engine.max_sessions_per_step;
-  double t = 0;
-  for (int64_t left = n; left > 0; left -= batch) {
-    FramePasses passes;
-    passes.add(std::min(left, batch), s.workload.input_tokens_per_frame, cached,
-               s.workload.output_tokens_per_frame, w);
-    t += passes.seconds(cost);
-  }
-  return t;
+  return full_step_utilisation(s, n, s.kv_rule().cached(ctx), cost) * s.workload.frame_period_s;
 }
 
 }  // namespace

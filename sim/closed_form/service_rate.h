@@ -2,7 +2,10 @@
 // model assumes every frame is served in its period, so the KV grows at the release rate. An
 // overloaded engine serves frames late: the KV grows at the service rate and the pool fills later
 // than the first-order t_sat. This check prices one period's frames with the cost model at the
-// context where the pool is full and says so.
+// context where the pool is full, at the full-step pace below, and says so. (Callers that share a
+// phase release a period's frames at once, and the last of its steps may end past the period
+// while the pace holds: those frames are late by a bounded lag, which the deadline shows, and the
+// next period's frames fill the steps.)
 #pragma once
 
 #include <cstdint>
