@@ -19,6 +19,7 @@
 #include "base/config_error.h"
 #include "base/json_file.h"
 #include "base/output_file.h"
+#include "sim/admission/admission_gate.h"
 #include "sim/admission/admission_policy.h"
 
 namespace metronome::cli {
@@ -86,11 +87,23 @@ Run add_admit(CLI::App& app) {
       "interval on stdin, {\"now_s\": seconds on the run's clock, \"latency_ms\": the interval's "
       "admission.quantile of per-frame latency (null: censored), \"frames\": frames in it, "
       "\"live\": sessions admitted now}, and prints the cap after each. The settled-latency "
-      "forecast of a simulation is not applied (no cost model stands behind a live latency).");
+      "forecast of a simulation is not applied (no cost model stands behind a live latency), and "
+      "a scenario whose memory guard is on is refused (admission.memory_guard=off: the guard "
+      "needs the engine's blocks).");
   auto o = std::make_shared<ScenarioOptions>();
   o->add_to(*cmd);
   return [o]() {
     const Scenario s = o->load_engine("admit");
+    // The guard reserves each admitted caller's blocks in the engine's pool, which this process
+    // does not see: a cap from the controller alone would admit past it.
+    if (memory_guard_on(s)) {
+      throw ConfigError(
+          s.source +
+          ": admission.memory_guard: expected \"off\" for admit (it runs the "
+          "controller alone; the memory guard needs the engine's blocks), got \"" +
+          s.admission.memory_guard + "\"" +
+          (s.admission.memory_guard == "auto" ? " (on under this controller and KV policy)" : ""));
+    }
     auto controller = s.admission.policy->make_controller(s.workload.deadline());
     auto emit = [&] {
       std::cout << nlohmann::json{{"cap", wire_cap(controller->cap())}}.dump() << "\n"

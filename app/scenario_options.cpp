@@ -54,7 +54,15 @@ void warn_oversized_pool(Scenario& s) {
 
 Scenario ScenarioOptions::load() const {
   std::vector<std::string> all = sets;
-  if (seed) all.push_back("seed=" + std::to_string(*seed));
+  if (seed) {
+    for (const std::string& set : sets) {
+      if (set.substr(0, set.find('=')) == "seed") {
+        throw ConfigError("--seed " + std::to_string(*seed) + " and --set " + set +
+                          " both give the seed; expected one of them");
+      }
+    }
+    all.push_back("seed=" + std::to_string(*seed));
+  }
   Scenario s = load_scenario(scenario, all);
   warn_oversized_pool(s);
   // Loud: a warning is a value that was accepted but probably not meant.

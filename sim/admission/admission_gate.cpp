@@ -9,6 +9,14 @@
 
 namespace metronome {
 
+bool memory_guard_on(const Scenario& s) {
+  // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
+  // only when call lengths are known at admission (fixed durations).
+  const bool boundable = s.kv_policy.bounded() || s.workload.duration.fixed_s().has_value();
+  return s.admission.memory_guard == "on" ||
+         (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
+}
+
 AdmissionGate::AdmissionGate(const Scenario& s, const FrameRule& rule, const CostModel& cost,
                              int64_t pool_blocks, Time period, Time horizon, bool forecast)
     : scenario_(s),
@@ -23,11 +31,7 @@ AdmissionGate::AdmissionGate(const Scenario& s, const FrameRule& rule, const Cos
       true_signal_(s.admission.control_loop().signal == "true"),
       control_period_(std::max<Time>(1, from_seconds(s.admission.control_loop().interval_s))),
       record_(horizon) {
-  // The guard needs a bound on each session's blocks: bounded KV has one; unbounded KV has one
-  // only when call lengths are known at admission (fixed durations).
-  const bool boundable = s.kv_policy.bounded() || s.workload.duration.fixed_s().has_value();
-  memory_guard_ = s.admission.memory_guard == "on" ||
-                  (s.admission.memory_guard == "auto" && s.admission.policy->limits() && boundable);
+  memory_guard_ = memory_guard_on(s);
   if (s.kv_policy.bounded()) window_reserve_ = max_blocks_per_session(s);
   if (memory_guard_ && window_reserve_ > 0) memory_cap_ = pool_blocks_ / window_reserve_;
   if (s.admission.join == "spread") spread_.emplace(period_);
@@ -111,10 +115,8 @@ void AdmissionGate::summarise(RunResult& r, const FrameLedger& ledger, int64_t l
   }
   record_.summarise(a, {cap(), adaptive_, scenario_.admission.control_loop().initial_cap, live,
                         &ledger.last_half_live(), ledger.missed_deadlines(), r.first_stall_s});
-  if (a.capped) {
-    a.memory_guard = memory_guard_;
-    a.memory_cap = memory_cap_;
-  }
+  a.memory_guard = memory_guard_;
+  a.memory_cap = memory_cap_;
 }
 
 // The controller's forecast (sim/admission/settled_forecast.h): the observed latency scaled by how

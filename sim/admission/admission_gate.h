@@ -26,6 +26,10 @@
 
 namespace metronome {
 
+// Whether the scenario's memory guard refuses callers: "on", or "auto" under a controller that
+// limits with a bound on each session's blocks (bounded KV, or calls of a fixed length).
+bool memory_guard_on(const Scenario& s);
+
 class AdmissionGate {
  public:
   // `pool_blocks`: the blocks the guard may reserve. `forecast`: the controller's settled forecast

@@ -30,8 +30,10 @@ std::shared_ptr<const AdmissionPolicy> AimdPolicy::parse(JsonSection& a) {
   p.loop = ControlLoop::parse(a);
   p.increase = a.in_range("increase", p.increase, 0, 1e9);
   p.decrease_factor = a.in_range("decrease_factor", p.decrease_factor, 0, 1);
-  p.low_fraction = a.in_range("low_fraction", p.low_fraction, 0, 1e3);
-  p.high_fraction = a.in_range("high_fraction", p.high_fraction, 0, 1e3);
+  // Fractions of the deadline, not percentages: 90 would wait for 90 deadlines, which the
+  // reported signal (at most silence_after_s) never reaches.
+  p.low_fraction = a.in_range("low_fraction", p.low_fraction, 0, 10);
+  p.high_fraction = a.in_range("high_fraction", p.high_fraction, 0, 10);
   if (!(p.decrease_factor > 0 && p.decrease_factor < 1))
     a.fail("decrease_factor", "a factor in (0, 1)");
   if (!(p.low_fraction < p.high_fraction)) a.fail("low_fraction", "less than high_fraction");

@@ -36,7 +36,14 @@ void add_latency(json& j, const std::string& prefix, const LatencyHistogram& h) 
 }
 
 json admission_cap_json(const AdmissionSummary& a) {
-  if (!a.capped) return {{"capped", false}};
+  if (!a.capped) {
+    // The memory guard refuses callers under any controller, "none" included.
+    if (!a.memory_guard) return {{"capped", false}};
+    return {{"capped", false},
+            {"memory_guard", true},
+            {"memory_cap", opt(a.memory_cap)},
+            {"rejected_by_memory", a.rejected_by_memory}};
+  }
   return {{"capped", true},
           {"adaptive", a.adaptive},
           {"n_star", opt(a.n_star)},
@@ -404,8 +411,14 @@ std::string same_wait_note(const RunResult& r) {
 }
 
 std::string admission_lines(const Scenario& s, const RunResult& r) {
-  if (!r.admission.capped) return "";
   const auto& a = r.admission;
+  if (!a.capped) {
+    if (!a.memory_guard) return "";
+    return fmt::format(
+        "admission  {} with the memory guard: {} of {} callers rejected by the guard{}\n",
+        s.admission.type(), a.rejected_by_memory, r.sessions_arrived,
+        a.memory_cap ? fmt::format(" (memory cap {})", *a.memory_cap) : "");
+  }
   std::string flags;
   for (const auto& f : a.flags) flags += (flags.empty() ? "" : ", ") + f;
   std::string o = fmt::format(

@@ -14,6 +14,7 @@ FrameLedger::FrameLedger(const Scenario& s, RunResult& result, RunObserver* obse
       silence_after_(from_seconds(s.engine.silence_after_s.value())),
       horizon_(from_seconds(s.horizon_s)),
       sample_period_(std::max<Time>(1, from_seconds(s.output.sample_period_s))),
+      on_time_by_(std::min(deadline_, silence_after_)),
       n_out_(s.workload.output_tokens_per_frame),
       control_on_(control_on),
       next_sample_(sample_period_),
@@ -41,7 +42,7 @@ void FrameLedger::by_deadline(Time silence_deadline, Time latency, int64_t count
   if (silence_deadline <= next_sample_ - sample_period_) return;
   const size_t k = ahead_of(silence_deadline);
   ahead_served_[k] += count;
-  if (latency <= deadline_) ahead_on_time_[k] += count;
+  if (latency <= on_time_by_) ahead_on_time_[k] += count;
 }
 
 double counted_quantile(const std::map<int64_t, int64_t>& m, double p) {
@@ -111,6 +112,19 @@ int64_t FrameLedger::silent_by(const std::vector<Session>& sessions, Time releas
   return silent;
 }
 
+// Frames released in (after, released_by] still without output: their silence deadline passed in
+// the interval that ends at released_by + silence_after_s, unanswered by then.
+int64_t FrameLedger::owed_between(const std::vector<Session>& sessions, Time after,
+                                  Time released_by) const {
+  int64_t owed = 0;
+  for (const Session& s : sessions) {
+    if (s.state == Session::State::kGone) continue;
+    const int64_t from = std::max(s.next_frame, frames_due_by(s, after));
+    owed += std::max<int64_t>(0, frames_due_by(s, released_by) - from) * s.count;
+  }
+  return owed;
+}
+
 void FrameLedger::take_sample(const std::vector<Session>& sessions, const EngineGauges& g) {
   const Time at = next_sample_;
   int64_t due = 0;
@@ -137,8 +151,13 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
     const int64_t padded = std::max<int64_t>(0, series_silent - series_silent_at_last_);
     series_due_at_last_ = series_due;
     series_silent_at_last_ = series_silent;
-    fill_interval_stats(x, interval_answered_, interval_true(), padded, to_seconds(silence_after_),
-                        to_seconds(deadline_));
+    // The true latency of the interval's frames: those served in it, and those its silence
+    // deadlines passed with no output by its end, censored (a departed caller's are in neither).
+    LatencyHistogram truth = interval_true();
+    truth.add_censored(
+        owed_between(sessions, at - sample_period_ - silence_after_, at - silence_after_));
+    fill_interval_stats(x, interval_answered_, truth, padded, interval_answered_late_,
+                        to_seconds(silence_after_), to_seconds(deadline_));
     x.admission_cap = g.cap == kNoCap ? -1 : g.cap;
     x.sessions_rejected = interval_rejected_;
     x.admission_signal_s = g.signal_s;
@@ -175,6 +194,7 @@ void FrameLedger::fold_interval() {
   true_split_ = false;
   set_usual_limit();
   interval_late_ = 0;
+  interval_answered_late_ = 0;
   interval_rejected_ = 0;
 }
 

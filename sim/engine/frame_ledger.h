@@ -112,12 +112,15 @@ class FrameLedger {
   [[gnu::always_inline]] void serve_each(Time scheduled, Time latency, int64_t count) {
     if (observer_) by_deadline(scheduled + silence_after_, latency, count);
     const int bin = latency_bin(latency);
-    if (latency <= deadline_) interval_.frames_on_time += count;
+    if (latency <= on_time_by_) interval_.frames_on_time += count;
     if (latency <= silence_after_) {
       interval_answered_.add_bin(bin, count);
       if (true_split_) interval_true_.add_bin(bin, count);
       if (control_on_) control_hist_.add_bin(bin, count);
-      if (latency > deadline_) result_.frames_reported_late += count;
+      if (latency > deadline_) {
+        result_.frames_reported_late += count;
+        interval_answered_late_ += count;
+      }
     } else {
       split_true();
       interval_true_.add_bin(bin, count);
@@ -134,12 +137,16 @@ class FrameLedger {
   void count_unserved(const Session& s, int64_t due_each);
   int64_t frames_due_by(const Session& s, Time t) const;
   int64_t silent_by(const std::vector<Session>& sessions, Time released_by, int64_t* due) const;
+  int64_t owed_between(const std::vector<Session>& sessions, Time after, Time released_by) const;
   void fold_interval();
   void by_deadline(Time silence_deadline, Time latency, int64_t count);
 
   RunResult& result_;
   RunObserver* observer_;
   Time period_, deadline_, silence_after_, horizon_, sample_period_;
+  // A frame is on time when answered by its deadline and not padded with silence before then (a
+  // serving layer that pads before the deadline has already played silence for it).
+  Time on_time_by_;
   int64_t n_out_;
   bool control_on_;
 
@@ -167,13 +174,13 @@ class FrameLedger {
   // The latest latency of a usual frame (serve); -1 while no frame can be usual.
   Time usual_limit_ = -1;
   void set_usual_limit() {
-    usual_limit_ =
-        observer_ || control_on_ || true_split_ ? -1 : std::min(deadline_, silence_after_);
+    usual_limit_ = observer_ || control_on_ || true_split_ ? -1 : on_time_by_;
   }
   const LatencyHistogram& interval_true() const {
     return true_split_ ? interval_true_ : interval_answered_;
   }
-  int64_t interval_late_ = 0;  // frames served after silence_after_s in the interval
+  int64_t interval_late_ = 0;           // frames served after silence_after_s in the interval
+  int64_t interval_answered_late_ = 0;  // answered within silence_after_s, after the deadline
   // Every frame served is answered in time or late, so its count needs no add of its own.
   int64_t interval_served() const { return interval_answered_.count() + interval_late_; }
   int64_t interval_rejected_ = 0;

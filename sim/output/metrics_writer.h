@@ -1,7 +1,8 @@
-// A run's time series as Prometheus text exposition (format 0.0.4, which OpenMetrics parsers also
-// read), under vLLM's metric names, so a dashboard or alert rule built for a vLLM server can be
-// pointed at a simulated run. One sample per output.sample_period_s, each with its timestamp in
-// integer milliseconds on the run's clock (0 = the run's start):
+// A run's time series as Prometheus text exposition (format 0.0.4; not OpenMetrics, which ends
+// with # EOF and states timestamps in seconds), under vLLM's metric names, so a dashboard or alert
+// rule built for a vLLM server can be pointed at a simulated run. One sample per
+// output.sample_period_s, each with its timestamp in integer milliseconds on the run's clock (0 =
+// the run's start):
 //   vllm:kv_cache_usage_perc     gauge    pool blocks in use / pool blocks (a fraction, as vLLM's)
 //   vllm:num_requests_running    gauge    live sessions not waiting for blocks
 //   vllm:num_requests_waiting    gauge    live sessions whose frame waits for blocks (stalled)

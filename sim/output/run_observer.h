@@ -24,7 +24,7 @@ struct Sample {
   int64_t frames_on_time = 0;  // of those, within the deadline
   int64_t tokens_produced = 0;
   double reported_p50_s = 0, reported_p99_s = 0;  // what a health monitor sees
-  double true_p50_s = 0, true_p99_s = 0;          // time to useful output (served frames)
+  double true_p50_s = 0, true_p99_s = 0;          // time to useful output (+inf: censored)
   double reported_miss_rate = 0;                  // reported latency over the deadline
   double silent_fraction = 0;                     // due frames without on-time output
   double tokens_per_frame = 0;                    // tokens produced per due frame
@@ -36,10 +36,13 @@ struct Sample {
 };
 
 // The interval statistics both engines derive the same way: `answered` holds the latencies of the
-// frames answered in time, `padded` the frames padded with silence at silence_after_s; frames_due
-// and tokens_produced are already set.
+// frames answered in time, `padded` the frames padded with silence at silence_after_s,
+// `answered_late` those answered in time but after the deadline, and `truth` the true latencies
+// of the interval's frames (unanswered ones censored); frames_due and tokens_produced are already
+// set.
 inline void fill_interval_stats(Sample& x, LatencyHistogram answered, const LatencyHistogram& truth,
-                                int64_t padded, double silence_after_s, double deadline_s) {
+                                int64_t padded, int64_t answered_late, double silence_after_s,
+                                double deadline_s) {
   if (padded > 0) answered.add(silence_after_s, padded);
   x.reported_p50_s = answered.percentile(0.50);
   x.reported_p99_s = answered.percentile(0.99);
@@ -47,7 +50,9 @@ inline void fill_interval_stats(Sample& x, LatencyHistogram answered, const Late
   x.true_p99_s = truth.percentile(0.99);
   const double due = static_cast<double>(std::max<int64_t>(1, x.frames_due));
   const double silent = std::min(1.0, static_cast<double>(padded) / due);
-  x.reported_miss_rate = silence_after_s > deadline_s ? silent : 0.0;
+  // Reported over the deadline: answered after it, or padded after it.
+  const int64_t missed = answered_late + (silence_after_s > deadline_s ? padded : 0);
+  x.reported_miss_rate = x.frames_due > 0 ? std::min(1.0, static_cast<double>(missed) / due) : 0.0;
   x.silent_fraction = x.frames_due > 0 ? silent : 0.0;
   x.tokens_per_frame = x.frames_due > 0 ? static_cast<double>(x.tokens_produced) / due : 0.0;
 }

@@ -2,7 +2,7 @@
 # `metronome admit` runs the scenario's AIMD as the simulator's engine does: +increase per
 # interval under low_fraction x deadline, x decrease_factor over high_fraction x deadline, a
 # censored interval (null) counted as over (a cut only while the cap is at or above the live count:
-# no windup); bad lines exit 2 naming the line and field.
+# no windup); bad lines exit 2 naming the line and field, and so does a memory guard.
 set -u
 bin=$1 scen=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -20,4 +20,10 @@ rc=$?
 echo "$err" | grep -q "stdin line 1: field 'latency_ms'" || fail "message: $err"
 echo '{"now_s":1,"latency_ms":1,"frames":1}' | "$bin" admit --scenario "$scen" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a missing field: want exit 2"
-echo "admit: 3 checks passed"
+# A memory guard reserves blocks in the engine's pool, which admit does not see: refused, not a cap
+# that admits past it (the windowed guard's memory cap).
+err=$("$bin" admit --scenario "$scen" --set admission.memory_guard=on </dev/null 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 2 ] || fail "a memory guard: exit $rc, want 2"
+echo "$err" | grep -q 'admission.memory_guard: expected "off" for admit' || fail "message: $err"
+echo "admit: 4 checks passed"

@@ -188,8 +188,8 @@ TEST(Admission, MemoryGuardNeverAdmitsPastTheMemoryCap) {
                                      std::string("admission.type=") + ctl,
                                      "admission.cap=500",
                                      "admission.increase=20",
-                                     "admission.low_fraction=10",
-                                     "admission.high_fraction=20",
+                                     "admission.low_fraction=9",
+                                     "admission.high_fraction=10",
                                      "horizon_s=300"};
     const Scenario s = contrast("windowed", sets);
     const auto p = predict_first_order(s);
