@@ -46,6 +46,15 @@ void choose_cost_model(Scenario& s) {
     } catch (const std::exception& e) {  // a missing or unreadable file included
       passed = fmt::format("its measured calibration {} does not apply ({})",
                            std::filesystem::path(file).filename().string(), e.what());
+      // A file the GPU names that is not there is not a choice but a lost input: the same
+      // scenario and seed would give other numbers where it is (the chosen line alone said so).
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) {
+        s.warnings.push_back(fmt::format(
+            "gpu {}: measured_calibration {} cannot be read, so the analytic cost model runs "
+            "instead; expected the file (it ships in the source tree's results/calibration/)",
+            s.gpu.name, file));
+      }
     }
   }
   if (s.gpu.roofline_correction.present) {
