@@ -91,7 +91,7 @@ Run add_admit(CLI::App& app) {
       "a scenario whose memory guard is on is refused (admission.memory_guard=off: the guard "
       "needs the engine's blocks).");
   auto o = std::make_shared<ScenarioOptions>();
-  o->add_to(*cmd);
+  o->add_to(*cmd, /*runs=*/false);  // no run: no seed, and its output is the protocol
   return [o]() {
     const Scenario s = o->load_engine("admit");
     // The guard reserves each admitted caller's blocks in the engine's pool, which this process

@@ -1,7 +1,7 @@
 // metronome list: what a user can name without reading the source. The shipped models and GPUs
-// (with the figures that size a pool and price a step), the built-in scenarios, and every scenario
-// field with its unit and default (docs/scenarios.md has the long form; cli.list checks that every
-// field of a resolved scenario is listed here).
+// (with the figures that size a pool and price a step), the repository's scenarios, and every
+// scenario field with its unit and default (docs/scenarios.md has the long form; cli.list checks
+// that every field of a resolved scenario is listed here).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -234,8 +234,9 @@ std::string first_sentence(const std::string& s, size_t width) {
 Run add_list(CLI::App& app) {
   app.add_subcommand(
       "list",
-      "List the shipped models and GPUs (model=NAME, gpu=NAME), the built-in scenarios "
-      "(--scenario), and every scenario field with its unit and default (--set KEY=VALUE)");
+      "List the shipped models and GPUs (model=NAME, gpu=NAME), the repository's scenarios "
+      "(--scenario, files read from its root), and every scenario field with its unit and default "
+      "(--set KEY=VALUE)");
   return []() {
     std::string out =
         "models     (--set model=NAME; or model=PATH.json, model=hf:PATH/config.json)\n";
@@ -274,7 +275,9 @@ Run add_list(CLI::App& app) {
                          number_or(g, "memory_bandwidth_bytes_per_s", 0) / 1e12,
                          number_or(g, "bf16_flops", 0) / 1e12, cost);
     }
-    out += "scenarios  (--scenario scenarios/PATH; none: the built-in default.json)\n";
+    out +=
+        "scenarios  (the repository's: --scenario scenarios/PATH from its root, a file read there; "
+        "none: the built-in default.json)\n";
     for (const auto& p : embedded_scenario_paths()) {
       if (p.rfind("models/", 0) == 0 || p.rfind("gpus/", 0) == 0) continue;
       std::string comment;

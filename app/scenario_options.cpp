@@ -12,7 +12,7 @@
 
 namespace metronome::cli {
 
-void ScenarioOptions::add_to(CLI::App& app) {
+void ScenarioOptions::add_to(CLI::App& app, bool runs) {
   app.add_option("--scenario", scenario,
                  "Scenario JSON file (default: the built-in scenarios/default.json: Moshi on one "
                  "H200, 300 sessions, unbounded KV, 30 simulated minutes)");
@@ -22,6 +22,7 @@ void ScenarioOptions::add_to(CLI::App& app) {
          "workload.frame_period_s=0.08 --set kv_policy.type=windowed; repeatable; VALUE is "
          "JSON where it parses, else a string; model=NAME and gpu=NAME swap the description")
       ->type_name("KEY=VALUE");
+  if (!runs) return;
   app.add_option("--seed", seed, "Random seed (overrides the scenario's \"seed\"; default 1)")
       ->check(kDecimalInteger);
   app.add_flag("--json", json, "Print the JSON result to stdout instead of a short summary");

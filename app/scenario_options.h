@@ -20,7 +20,8 @@ struct ScenarioOptions {
   std::optional<uint64_t> seed;
   bool json = false;
 
-  void add_to(CLI::App& app);
+  // `runs`: the command runs the scenario (--seed and --json mean something); admit does not.
+  void add_to(CLI::App& app, bool runs = true);
   Scenario load() const;
   // load() for a command that answers for one engine (`command`: its name): a fleet scenario is
   // refused (ConfigError, exit 2), saying what to run instead, rather than answered for one

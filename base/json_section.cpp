@@ -38,11 +38,15 @@ void JsonSection::fail(std::string_view key, std::string_view expected) const {
 
 bool JsonSection::has(std::string_view key) const {
   auto it = j_.find(std::string(key));
-  if (it == j_.end()) return false;
-  // A null field is absent, and a section that asks for it knows it: finish() must not call it
-  // unknown (profile_file: null beside an inline profile). A present one must still be read.
-  if (it->is_null()) read_.emplace(key);
-  return !it->is_null();
+  // A section that asks for a field knows it: an absent or null one is read (finish() must not
+  // call profile_file: null beside an inline profile unknown, and a typo's suggestions include
+  // it: max_num_seq was offered nothing, as only its alias was read). A present one must still be
+  // read.
+  if (it == j_.end() || it->is_null()) {
+    read_.emplace(key);
+    return false;
+  }
+  return true;
 }
 
 const nlohmann::json* JsonSection::find(std::string_view key) {

@@ -57,7 +57,7 @@ class JsonSection {
   const nlohmann::json& j_;
   std::string source_;
   std::string path_;
-  mutable std::set<std::string, std::less<>> read_;  // has() marks a null field read
+  mutable std::set<std::string, std::less<>> read_;  // has() marks an absent or null field read
   static const nlohmann::json kEmpty;
 };
 

@@ -87,6 +87,10 @@ assert c["probe_s"] == 48 and c["pace_cap_sessions"] > 700 and c["memory_cap_ses
 
 # A new user's review: --seed beside --set seed is refused, not one of them silently taken.
 expect_error -- '--seed 5 and --set seed=7 both give the seed' simulate --seed 5 --set seed=7
+# A typo of a field read under its alias is offered the field (it was offered nothing).
+expect_error 'engine.max_num_seq: unknown field \(did you mean "max_num_seqs"' simulate --set engine.max_num_seq=8
+# admit runs nothing: --json and --seed are not its options (they were accepted and did nothing).
+expect_error 'not expected: --json' admit --json
 # The memory guard under no controller shows its refusals (they were in sessions_rejected only).
 "$bin" simulate --quiet --scenario "$src/scenarios/canonical/moshi_h200_windowed.json" \
   --set admission.memory_guard=on --set workload.arrival.sessions=600 --set horizon_s=5 >"$tmp/g.txt" 2>&1 ||
