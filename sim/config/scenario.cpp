@@ -742,9 +742,8 @@ void collect_warnings(Scenario& s, const nlohmann::json& j) {
   if (w.input_tokens_per_frame == 0 && w.output_tokens_per_frame == 0) {
     out.push_back(
         "workload.input_tokens_per_frame and output_tokens_per_frame are both 0: a frame carries "
-        "no "
-        "token, costs no step time and is always on time; expected a frame's tokens (Moshi: 1 and "
-        "1)");
+        "no token, costs no step time and is always on time; expected a frame's tokens (Moshi: "
+        "1 and 1)");
   }
   // The ledger samples at whole periods up to the horizon (sim/engine/frame_ledger.h): a remainder
   // would close no interval of the time series.

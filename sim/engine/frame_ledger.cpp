@@ -96,39 +96,36 @@ int64_t FrameLedger::frames_due_by(const Session& s, Time t) const {
 }
 
 // Frames whose silence deadline (release + silence_after_s) passed by `released_by +
-// silence_after_s` without output in time, since the start; `due` gets the frames due by then.
-// O(sessions), once per sample or control instant.
-int64_t FrameLedger::silent_by(const std::vector<Session>& sessions, Time released_by,
-                               int64_t* due) const {
+// silence_after_s` without output in time, since the start; `due` gets the frames due by then, and
+// `owed`, where given, those released after `owed_after` (and by released_by) still without output:
+// the ones whose silence deadline passed since then, unanswered. O(sessions), once per sample or
+// control instant.
+int64_t FrameLedger::silent_by(const std::vector<Session>& sessions, Time released_by, int64_t* due,
+                               Time owed_after, int64_t* owed) const {
   int64_t d_total = departed_due_;
   int64_t silent = late_or_lost_;
+  int64_t owed_total = 0;
   for (const Session& s : sessions) {
     if (s.state == Session::State::kGone) continue;
     const int64_t d = frames_due_by(s, released_by);
     d_total += d * s.count;
     silent += std::max<int64_t>(0, d - s.next_frame) * s.count;
+    if (owed) {
+      const int64_t from = std::max(s.next_frame, frames_due_by(s, owed_after));
+      owed_total += std::max<int64_t>(0, d - from) * s.count;
+    }
   }
   if (due) *due = d_total;
+  if (owed) *owed = owed_total;
   return silent;
-}
-
-// Frames released in (after, released_by] still without output: their silence deadline passed in
-// the interval that ends at released_by + silence_after_s, unanswered by then.
-int64_t FrameLedger::owed_between(const std::vector<Session>& sessions, Time after,
-                                  Time released_by) const {
-  int64_t owed = 0;
-  for (const Session& s : sessions) {
-    if (s.state == Session::State::kGone) continue;
-    const int64_t from = std::max(s.next_frame, frames_due_by(s, after));
-    owed += std::max<int64_t>(0, frames_due_by(s, released_by) - from) * s.count;
-  }
-  return owed;
 }
 
 void FrameLedger::take_sample(const std::vector<Session>& sessions, const EngineGauges& g) {
   const Time at = next_sample_;
-  int64_t due = 0;
-  const int64_t silent = silent_by(sessions, at - silence_after_, &due);
+  int64_t due = 0, owed = 0;  // owed: the time series' unanswered frames of this interval
+  const int64_t silent =
+      silent_by(sessions, at - silence_after_, &due, at - sample_period_ - silence_after_,
+                observer_ ? &owed : nullptr);
   if (observer_) {
     // A copy: the run's totals fold the interval as served, the time series reads by deadline
     // (interval_.frames_served stays 0: the served count is interval_served()).
@@ -154,8 +151,7 @@ void FrameLedger::take_sample(const std::vector<Session>& sessions, const Engine
     // The true latency of the interval's frames: those served in it, and those its silence
     // deadlines passed with no output by its end, censored (a departed caller's are in neither).
     LatencyHistogram truth = interval_true();
-    truth.add_censored(
-        owed_between(sessions, at - sample_period_ - silence_after_, at - silence_after_));
+    truth.add_censored(owed);
     fill_interval_stats(x, interval_answered_, truth, padded, interval_answered_late_,
                         to_seconds(silence_after_), to_seconds(deadline_));
     x.admission_cap = g.cap == kNoCap ? -1 : g.cap;

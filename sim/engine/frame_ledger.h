@@ -136,8 +136,8 @@ class FrameLedger {
   void take_sample(const std::vector<Session>& sessions, const EngineGauges& g);
   void count_unserved(const Session& s, int64_t due_each);
   int64_t frames_due_by(const Session& s, Time t) const;
-  int64_t silent_by(const std::vector<Session>& sessions, Time released_by, int64_t* due) const;
-  int64_t owed_between(const std::vector<Session>& sessions, Time after, Time released_by) const;
+  int64_t silent_by(const std::vector<Session>& sessions, Time released_by, int64_t* due,
+                    Time owed_after = 0, int64_t* owed = nullptr) const;
   void fold_interval();
   void by_deadline(Time silence_deadline, Time latency, int64_t count);
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -315,8 +316,10 @@ ojson aggregate_point(const SweepSpec& spec, int64_t point, const std::vector<oj
   {
     // Over every run, a censored p99 (frames never answered) ranking above any number: the
     // median of the uncensored runs alone would leave out the worst.
-    const size_t rank = std::max<size_t>(1, static_cast<size_t>((n + 1) / 2));
-    a["true_p99_median_ms"] = rank <= tp99.size() ? ojson(tp99[rank - 1]) : ojson(nullptr);
+    std::vector<double> all = tp99;
+    all.resize(rows.size(), std::numeric_limits<double>::infinity());
+    const ojson m = stat(all, 0.5);
+    a["true_p99_median_ms"] = m.is_number() && std::isfinite(m.get<double>()) ? m : ojson(nullptr);
   }
   a["true_p99_censored_runs"] = n - static_cast<int64_t>(tp99.size());
   a["goodput_frames_per_s_mean"] = mean(column(rows, "goodput_frames_per_s"));
