@@ -51,6 +51,11 @@ void Engine::advance(Time until, bool arrival_at_until) {
                               (!arrival_at_until || events.top().kind() < EventKind::kArrival)))) {
     const Event e = events.pop();
     now_ = e.time;
+    if (e.kind() == EventKind::kArrival || e.kind() == EventKind::kDeparture) {
+      scheduler_->flush();
+    } else if (e.kind() == EventKind::kControl || core_.ledger.sample_due(e.time)) {
+      scheduler_->sync();
+    }
     core_.ledger.sample_until(e.time, core_.sessions, [this] { return gauges(); });
     switch (e.kind()) {
       case EventKind::kDeparture:
@@ -83,6 +88,7 @@ void Engine::advance(Time until, bool arrival_at_until) {
 
 Engine::Placement Engine::place(Time now, double duration_s) {
   now_ = now;
+  scheduler_->flush();
   core_.ledger.sample_until(now, core_.sessions, [this] { return gauges(); });
   return admit(now, duration_s);
 }
@@ -189,6 +195,7 @@ EngineGauges Engine::gauges() const {
 }
 
 void Engine::finish() {
+  scheduler_->flush();
   RunResult& r = core_.result;
   core_.ledger.finish(core_.sessions, [this] { return gauges(); });
   r.end_s = to_seconds(core_.horizon);

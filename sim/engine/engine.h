@@ -58,6 +58,8 @@ class Engine final {
   // Cohorts are an exact optimisation of the frame scheduler (tests compare runs with and
   // without); on by default where they apply. Set before run().
   void set_cohorts(bool on) { scheduler_->set_cohorts(on); }
+  // So is the frame scheduler's usual ring (sim/scheduler/usual_ring.h).
+  void set_usual_ring(bool on) { scheduler_->set_usual_ring(on); }
 
  private:
   void on_arrival(Time now);

@@ -47,10 +47,12 @@ int64_t EngineCore::new_slot() {
 
 void EngineCore::wake_at_next_release(Time now) {
   purge_ready_front();
-  if (ready.empty()) return;
-  const Time r = ready.front().release;
-  if (r > now && r < wake_at) {
-    wake_at = r;
+  if (!ready.empty()) wake_at_release(ready.front().release, now);
+}
+
+void EngineCore::wake_at_release(Time release, Time now) {
+  if (release > now && release < wake_at) {
+    wake_at = release;
     events.push(wake_at, EventKind::kEngineWake);
   }
 }

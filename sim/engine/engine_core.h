@@ -81,6 +81,9 @@ struct EngineCore {
   // A wake event at the next release among the queued sessions, once a step has taken every ready
   // one (or none could go).
   void wake_at_next_release(Time now);
+  // A wake event at `release`, the next release of a queue the scheduler keeps, if it is later
+  // than `now` and earlier than the wake already set.
+  void wake_at_release(Time release, Time now);
   // The pool refused an allocation at `now`.
   void note_exhaustion(Time now) {
     if (!result.first_stall_s) result.first_stall_s = to_seconds(now);

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 
 #include "core/frame_growth.h"
 #include "core/kv_window.h"
@@ -30,18 +32,34 @@ struct FrameRule {
   int64_t cached_cap = kv::settled_cached_cap(w);
   int64_t twice_cap = twice_keys_cap(w);
 
-  // KV tokens the session's next frame appends (its prompt first).
-  int64_t appended(const Session& s) const { return growth.appended(s.next_frame); }
+  // KV tokens the session's next frame appends (its prompt first). C, here and below: a Session,
+  // or the usual ring's copy of its per-frame fields (sim/scheduler/usual_ring.h), which bears
+  // the same names.
+  template <class C>
+  int64_t appended(const C& s) const {
+    return growth.appended(s.next_frame);
+  }
   // Blocks the session holds while its next frame is served.
   int64_t step_blocks(const Session& s) const { return residency.step_blocks(s.ctx, appended(s)); }
   // Blocks a session holds between steps once it has cached ctx tokens.
   int64_t resident_blocks(int64_t ctx) const { return residency.resident_blocks(ctx); }
   // Blocks each member frees once its frame is served (it held step_blocks while it was).
   // kWindow: as in KvRule, the caller has seen that the policy is a window.
-  template <bool kWindow = false>
-  int64_t freed_blocks(const Session& s) const {
+  template <bool kWindow = false, class C>
+  int64_t freed_blocks(const C& s) const {
     return s.ctx >= settled ? kv::settled_freed_blocks(s.ctx, appended(s), w, bs)
                             : s.held - residency.resident_blocks<kWindow>(s.ctx + appended(s));
+  }
+  // A step member's frame is served: its KV grows by the frame and the blocks that fell out of
+  // its window go; returns those (per member).
+  template <bool kWindow = false, class C>
+  int64_t serve_frame(C& s) const {
+    const int64_t f = freed_blocks<kWindow>(s);
+    if (f < 0) throw std::logic_error("FrameScheduler: a step left a session more blocks");
+    s.ctx += appended(s);
+    s.held -= f;
+    assert(s.held == resident_blocks(s.ctx));
+    return f;
   }
   // The cached visible keys a pass reads for a session that has cached ctx tokens.
   template <bool kWindow = false>
@@ -77,6 +95,18 @@ struct FrameRule {
       r.young_cached += c;
       r.young_twice_keys += static_cast<double>(twice_keys_per_query(n_in, c, twice_cap));
     }
+  }
+  // A usual caller (Session::usual_single, between steps) joins a bulk take if the blocks of its
+  // next frame fit in `left`: it takes them and adds its part to the run's sums.
+  template <bool kWindow = false, class C>
+  bool join_run(C& s, int64_t& left, RunSums& sums) const {
+    assert(s.held == resident_blocks(s.ctx));
+    const int64_t need = later_new_blocks<kWindow>(s.ctx, s.held);
+    if (need > left) return false;
+    left -= need;
+    s.held += need;
+    add_to_run<kWindow>(s.ctx, sums);
+    return true;
   }
   // add_passes for each caller of a run, from its sums: exact, as the sums are whole numbers.
   void add_run_passes(const RunSums& r, FramePasses& p) const {

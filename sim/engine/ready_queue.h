@@ -39,7 +39,17 @@ inline bool earlier(const Ticket& a, const Ticket& b) {
 
 class ReadyQueue {
  public:
+  // Where a ticket enqueued after every queued one goes (push_fresh): behind the ring's back, whose
+  // release is `back` (the least Time for an empty ring), unless it is released earlier.
+  static bool goes_behind(Time back, Time release) { return release >= back; }
+
   bool empty() const { return ring_.empty() && heap_.empty(); }
+  // Every ticket is in the ring, in service order (none waits in the heap).
+  bool in_ring() const { return heap_.empty(); }
+  void clear() {
+    ring_.clear();
+    heap_.clear();
+  }
   size_t size() const { return ring_.size() + heap_.size(); }
   const Ticket& front() const { return from_heap() ? heap_.front() : ring_.front(); }
   // The front ticket, or null when empty.
@@ -80,7 +90,7 @@ class ReadyQueue {
   // A ticket enqueued after every queued one (seq larger than theirs): it goes behind the ring's
   // back unless it is released earlier.
   [[gnu::always_inline]] void push_fresh(const Ticket& t) {
-    if (ring_.empty() || t.release >= ring_.back().release) [[likely]] {
+    if (ring_.empty() || goes_behind(ring_.back().release, t.release)) [[likely]] {
       ring_.push_back(t);
     } else {
       push_heap(t);
@@ -95,7 +105,7 @@ class ReadyQueue {
           ring_(q.ring_, n),
           back_(q.ring_.empty() ? std::numeric_limits<Time>::min() : q.ring_.back().release) {}
     [[gnu::always_inline]] void push_fresh(const Ticket& t) {
-      if (t.release >= back_) [[likely]] {
+      if (goes_behind(back_, t.release)) [[likely]] {
         // Field by field: a copy of the whole ticket went through a temporary on the stack, whose
         // 16-byte reload of its 4- and 8-byte stores could not be forwarded (a stall per frame).
         Ticket& b = ring_.push_back();

@@ -58,6 +58,14 @@ struct Session : CohortState {
   }
 };
 
+// Whether a caller whose served frames next_frame counts has another to come, for which it is
+// queued again. C: a Session, or the usual ring's copy of its per-frame fields
+// (sim/scheduler/usual_ring.h).
+template <class C>
+bool has_next_frame(const C& c) {
+  return c.next_frame < c.frames_total;
+}
+
 // The memory budget per live session (bench_sim's 1M-session case) counts on this.
 static_assert(sizeof(Session) <= 104, "Session outgrew its 104 bytes");
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -14,9 +15,11 @@ FrameScheduler::FrameScheduler(EngineCore& core)
       max_batch_(core.scenario.engine.max_sessions_per_step),
       exhaustion_(*core.scenario.engine.exhaustion),
       keeps_admission_order_(exhaustion_.preempts()),
-      cohorts_(!exhaustion_.preempts() && core.jitter == 0) {}
+      cohorts_(!exhaustion_.preempts() && core.jitter == 0),
+      ring_on_(core.jitter == 0) {}
 
 void FrameScheduler::open(int64_t id) {
+  assert(!ring_.active());  // the engine flushes before it admits
   Session& s = core_.sessions[id];
   // Identical callers start their clocks at the same instant.
   const bool twin = cohorts_ && s.arrival == last_arrival_;
@@ -32,6 +35,7 @@ void FrameScheduler::open(int64_t id) {
 }
 
 void FrameScheduler::close(int64_t id) {
+  assert(!ring_.active());  // the engine flushes before a departure
   const Session& s = core_.sessions[id];
   if (s.stalled) {
     core_.stalled -= s.count;
@@ -179,19 +183,27 @@ size_t FrameScheduler::block(const Ticket& t) {
 
 std::optional<Time> FrameScheduler::start_step(Time now) {
   const int64_t blocked = choose_batch(now);
-  if (batch_.empty()) {
+  if (batch_members_ == 0) {
     // Nothing runnable now. Frames blocked on memory wait for a departure, which calls us.
-    core_.wake_at_next_release(now);
+    if (ring_.active()) {
+      core_.wake_at_release(ring_.at(0).next_release, now);
+    } else {
+      core_.wake_at_next_release(now);
+    }
   }
   for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) core_.ready.push_front(*it);
   if (blocked > 0 && core_.observer) core_.observer->on_stall(now, core_.stalled);
-  if (batch_.empty()) return std::nullopt;
+  if (batch_members_ == 0) return std::nullopt;
   return now + step_duration(passes_.seconds(core_.cost), core_.cost);
 }
 
 void FrameScheduler::end_step(Time now) {
   // Templates on jitter and on whether the KV policy is a window: nothing in the loop tests them.
   const bool window = core_.rule.residency.is_window();
+  if (ring_step_ > 0) {
+    window ? end_ring<true>(now) : end_ring<false>(now);
+    return;
+  }
   if (core_.jitter > 0) {
     window ? end_members<true, true>(now) : end_members<true, false>(now);
   } else {
@@ -208,13 +220,20 @@ int64_t FrameScheduler::choose_batch(Time now) {
   kept_.clear();
   int64_t blocked = 0;
   batch_members_ = 0;
+  passes_ = FramePasses{};
+  if (!ring_.active() && ring_on_ && now >= ring_try_at_) enter_ring(now);
+  if (ring_.active()) {
+    const bool turns =
+        core_.rule.residency.is_window() ? take_ring<true>(now) : take_ring<false>(now);
+    if (turns) return 0;
+    leave_ring();  // the general path goes on from the caller short of blocks
+  }
   // Blocked frames are considered again, merged into the ready order, only if blocks were freed
   // since they failed, and only while a block is free (each needs at least one).
   while (blocked_head_ < blocked_.size() && !core_.valid(blocked_[blocked_head_])) ++blocked_head_;
   if (core_.pool.released_total() != released_seen_) retry_blocked_ = true;
   released_seen_ = core_.pool.released_total();
   size_t cursor = retry_blocked_ ? blocked_head_ : blocked_.size();
-  passes_ = FramePasses{};
   while (batch_members_ < max_batch_ && cursor < blocked_.size()) {
     core_.purge_ready_front();
     if (core_.pool.free() == 0) cursor = blocked_.size();
@@ -315,14 +334,11 @@ void FrameScheduler::take_usual_run(Time now) {
     if (t.release > bound) break;
     if (far && k + EngineCore::kAhead < run) core_.prefetch(ring[k + EngineCore::kAhead].id);
     Session& s = sessions[t.id];
-    if (s.incarnation != t.incarnation || !s.usual_single()) break;
-    assert(s.held == rule.resident_blocks(s.ctx));
-    const int64_t need = rule.later_new_blocks<kWindow>(s.ctx, s.held);
-    if (need > left) break;
-    left -= need;
-    s.held += need;
+    if (s.incarnation != t.incarnation || !s.usual_single() ||
+        !rule.join_run<kWindow>(s, left, sums)) {
+      break;
+    }
     s.in_step = true;
-    rule.add_to_run<kWindow>(s.ctx, sums);
     out[k] = {t.id, t.incarnation};
   }
   batch_.added(k);
@@ -378,19 +394,14 @@ void FrameScheduler::end_members(Time now) {
     Session& s = sessions[t.id];
     if (s.incarnation != t.incarnation) continue;  // it left, or merged, during the step
     s.in_step = false;
-    const int64_t f = rule.freed_blocks<kWindow>(s);
-    if (f < 0) throw std::logic_error("FrameScheduler: a step left a session more blocks");
-    s.ctx += rule.appended(s);
-    s.held -= f;
-    freed += f * s.count;
-    assert(s.held == rule.resident_blocks(s.ctx));
+    freed += rule.serve_frame<kWindow>(s) * s.count;
     s.recompute = 0;
     most_resident = std::max(most_resident, s.held);
     // Jitter delays a frame's release, not its place in the schedule (arrival + frame x period).
     const Time scheduled = kJitter ? s.arrival + s.next_frame * period : s.next_release;
     ledger.serve(scheduled, now - s.next_release, s.count);
     ++s.next_frame;
-    if (s.next_frame < s.frames_total) {
+    if (has_next_frame(s)) {
       if constexpr (kJitter) {
         s.next_release = core_.release_time(s, s.next_frame);
       } else {
@@ -408,6 +419,129 @@ void FrameScheduler::end_members(Time now) {
   core_.next_seq = seq;
   core_.pool.release(freed);
   core_.result.max_resident_blocks_per_session = most_resident;
+}
+
+}  // namespace metronome
+
+namespace metronome {
+
+void FrameScheduler::sync() {
+  for (size_t j = 0; j < ring_.size(); ++j) write_back(ring_.at(j));
+}
+
+void FrameScheduler::flush() {
+  if (!ring_.active()) return;
+  leave_ring();
+  ring_try_at_ = 0;  // the queue it leaves was the ring's: the next step may turn it again
+}
+
+// Copies the ready queue into the ring if every queued caller is usual; otherwise waits a period
+// before it looks again (a caller's first frame, a stalled or recomputing one, pass within about
+// that), so that a regime the ring cannot hold costs a look per period, not per step.
+bool FrameScheduler::enter_ring(Time now) {
+  ring_try_at_ = now + core_.period;
+  if (core_.stalled > 0 || !core_.ready.in_ring()) return false;
+  for (size_t i = blocked_head_; i < blocked_.size(); ++i) {
+    if (core_.valid(blocked_[i])) return false;
+  }
+  ring_.clear();
+  const RingQueue<Ticket>::View queue = core_.ready.run();
+  for (size_t i = 0; i < core_.ready.ring_size(); ++i) {
+    const Ticket& t = queue[i];
+    const Session& s = core_.sessions[t.id];
+    if (s.incarnation != t.incarnation) continue;  // its caller left: every path skips it
+    if (!s.usual_single() || s.twin) {
+      ring_.clear();
+      return false;
+    }
+    ring_.push_back({s.next_release, s.ctx, s.held, s.next_frame, s.frames_total, t.id});
+  }
+  if (!ring_.active()) return false;
+  core_.ready.clear();
+  return true;
+}
+
+// Writes the ring's copies back into the sessions and the ticket queue, in the ring's order with
+// fresh sequence numbers (the same order as the tickets the general path would hold): the callers
+// of a running step into it, the others into the queue unless their last frame is served.
+void FrameScheduler::write_back(const UsualRing::Caller& c) {
+  Session& s = core_.sessions[c.id];
+  s.next_release = c.next_release;
+  s.ctx = c.ctx;
+  s.held = c.held;
+  s.next_frame = c.next_frame;
+}
+
+void FrameScheduler::leave_ring() {
+  for (size_t j = 0; j < ring_.size(); ++j) {
+    const UsualRing::Caller& c = ring_.at(j);
+    write_back(c);
+    Session& s = core_.sessions[c.id];
+    if (j < ring_step_) {
+      s.in_step = true;
+      batch_.push_back({c.id, s.incarnation});
+    } else if (has_next_frame(s)) {
+      core_.queue(c.id);
+    }
+  }
+  ring_.clear();
+  ring_step_ = 0;
+}
+
+// take_usual_run on the ring: the callers at its head released by `now`, up to the batch cap,
+// while their blocks fit. False if one released by now does not fit: the general path then takes
+// the step on from it (its exhaustion policy).
+template <bool kWindow>
+bool FrameScheduler::take_ring(Time now) {
+  const FrameRule& rule = core_.rule;
+  const int64_t free = core_.pool.free();
+  int64_t left = free;
+  FrameRule::RunSums sums;
+  const size_t limit = std::min(ring_.size(), static_cast<size_t>(max_batch_));
+  const size_t k = ring_.take_while(limit, [&](UsualRing::Caller& c) {
+    return c.next_release <= now && rule.join_run<kWindow>(c, left, sums);
+  });
+  core_.pool.allocate_fitting(free - left);
+  batch_members_ = static_cast<int64_t>(k);
+  ring_step_ = k;
+  rule.add_run_passes(sums, passes_);
+  return k == limit || ring_.at(k).next_release > now;
+}
+
+// end_members on the ring: each caller of the step is served and, one period later, is the ring's
+// back, where the ticket queue would put it. A release the queue would not put at its back
+// (ReadyQueue::goes_behind: a frame served more than a period late) is not a turn: the ring is
+// left. Nor is a caller's last frame, though its departure (due by its next release) has
+// flushed the ring before that step in every run the tests know.
+template <bool kWindow>
+void FrameScheduler::end_ring(Time now) {
+  const FrameRule rule = core_.rule;
+  const Time period = core_.period;
+  FrameLedger& ledger = core_.ledger;
+  const size_t k = ring_step_;
+  int64_t freed = 0;
+  int64_t most_resident = core_.result.max_resident_blocks_per_session;
+  Time back =
+      k < ring_.size() ? ring_.at(ring_.size() - 1).next_release : std::numeric_limits<Time>::min();
+  bool turns = true;
+  ring_.for_run(k, [&](UsualRing::Caller& c) {
+    freed += rule.serve_frame<kWindow>(c);
+    most_resident = std::max(most_resident, c.held);
+    ledger.serve(c.next_release, now - c.next_release, 1);
+    ++c.next_frame;
+    if (has_next_frame(c)) {
+      c.next_release += period;
+      turns &= ReadyQueue::goes_behind(back, c.next_release);
+      back = c.next_release;
+    } else {
+      turns = false;
+    }
+  });
+  ring_.turn(k);
+  ring_step_ = 0;
+  core_.pool.release(freed);
+  core_.result.max_resident_blocks_per_session = most_resident;
+  if (!turns) leave_ring();
 }
 
 }  // namespace metronome

@@ -15,6 +15,7 @@
 #include "sim/cost/pass_shape.h"
 #include "sim/exhaustion/exhaustion_policy.h"
 #include "sim/scheduler/step_scheduler.h"
+#include "sim/scheduler/usual_ring.h"
 
 namespace metronome {
 
@@ -28,8 +29,12 @@ class FrameScheduler final : public StepScheduler, private ExhaustionSite {
   void end_step(Time now) override;
   int64_t step_members() const override { return batch_members_; }
 
+  void sync() override;
+  void flush() override;
   // On by default where cohorts apply: the stall policy without frame jitter.
   void set_cohorts(bool on) override { cohorts_ = on && cohorts_; }
+  // On by default where the ring applies: without frame jitter.
+  void set_usual_ring(bool on) override { ring_on_ = on && ring_on_; }
 
  private:
   struct Admission {  // an entry of the admission order; stale once the session is re-admitted
@@ -89,6 +94,15 @@ class FrameScheduler final : public StepScheduler, private ExhaustionSite {
   size_t block(const Ticket& t);
   template <bool kJitter, bool kWindow>
   void end_members(Time now);
+  // The usual ring (usual_ring.h): entered when every queued caller is usual, left (its copies
+  // written back) on flush or when a step does what a turn cannot hold.
+  bool enter_ring(Time now);
+  void write_back(const UsualRing::Caller& c);
+  void leave_ring();
+  template <bool kWindow>
+  bool take_ring(Time now);
+  template <bool kWindow>
+  void end_ring(Time now);
   // ExhaustionSite: what the exhaustion policy may do.
   bool evict_newer_than(int64_t id, int64_t need, Time now) override;
   void evict(int64_t id, Time now) override;
@@ -119,6 +133,11 @@ class FrameScheduler final : public StepScheduler, private ExhaustionSite {
   // Blocks were freed and some blocked frame has not been tried since: the batch cap can end a pass
   // before the blocked queue is exhausted, and those frames must not wait for the next release.
   bool retry_blocked_ = false;
+
+  UsualRing ring_;
+  bool ring_on_;
+  Time ring_try_at_ = 0;  // a failed try to enter the ring waits until then
+  size_t ring_step_ = 0;  // callers of the running step taken from the ring's head
 };
 
 }  // namespace metronome

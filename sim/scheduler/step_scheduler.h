@@ -33,9 +33,18 @@ class StepScheduler {
   virtual void end_step(Time now) = 0;
   // Sessions in the running (or last) step.
   virtual int64_t step_members() const = 0;
+  // A scheduler may keep some of the sessions' fields elsewhere between steps. The engine is about
+  // to read the sessions (a sample, a control instant): their fields are to be brought up to date.
+  virtual void sync() {}
+  // The engine is about to change the sessions or admit one (an arrival, a departure, the run's
+  // end): sync, and hold nothing elsewhere until the next step.
+  virtual void flush() {}
   // Cohorts, where the scheduler has them: identical callers served as one session, an exact
   // optimisation that tests switch off to compare. Set before the run.
   virtual void set_cohorts(bool /*on*/) {}
+  // The frame scheduler's usual ring (sim/scheduler/usual_ring.h), another exact optimisation
+  // that tests switch off. Set before the run.
+  virtual void set_usual_ring(bool /*on*/) {}
 };
 
 // A registered scheduler: how the engine sizes its pool and forecasts for it, and how it is made.
