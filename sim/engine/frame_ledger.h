@@ -63,6 +63,26 @@ class FrameLedger {
       serve_cohort(scheduled, latency, count);
     }
   }
+  // serve(release, end - release, 1) for frames of single callers all answered at `end`, the first
+  // released at `first_release` and the others in ascending release order: `each(serve)` calls
+  // serve(release) for each, at least once. When the first (the latest) is usual, so is every one,
+  // and a frame costs its bin alone.
+  template <class Each>
+  void serve_ascending(Time end, Time first_release, Each&& each) {
+    if (end - first_release <= usual_limit_) {
+      int64_t k = 0;
+      {
+        LatencyHistogram::Descending run(interval_answered_, latency_bin(end - first_release));
+        each([&](Time release) {
+          run.add_bin(latency_bin(end - release));
+          ++k;
+        });
+      }
+      interval_.frames_on_time += k;
+    } else {
+      each([&](Time release) { serve(release, end - release, 1); });
+    }
+  }
   // LatencyHistogram::bin_of(to_seconds(latency)) with one test: a latency of 1 ns or more is at
   // least 2^-30 s, and even the largest Time is under 2^34 s (about 9.2e9 s).
   static int latency_bin(Time latency) {

@@ -30,6 +30,25 @@ class LatencyHistogram {
     if (bin > hi_) [[unlikely]]
       hi_ = bin;
   }
+  // add_bin for bins that never ascend, from `first` on: the range is widened once, for the run,
+  // by the Descending's end (nothing may read the histogram before then).
+  class Descending {
+   public:
+    Descending(LatencyHistogram& h, int first) : h_(h), first_(first), last_(first) {}
+    ~Descending() {
+      if (h_.hi_ < first_) h_.hi_ = first_;
+      if (h_.lo_ > last_) h_.lo_ = last_;
+    }
+    void add_bin(int bin) {
+      ++h_.bins_[bin];
+      ++h_.count_;
+      last_ = bin;
+    }
+
+   private:
+    LatencyHistogram& h_;
+    int first_, last_;
+  };
   void add_censored(int64_t n) { censored_ += n; }
   // Merging and clearing touch only the bins in use, so per-interval histograms stay cheap.
   void merge(const LatencyHistogram& o) {

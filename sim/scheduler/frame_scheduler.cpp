@@ -511,31 +511,31 @@ bool FrameScheduler::take_ring(Time now) {
 // end_members on the ring: each caller of the step is served and, one period later, is the ring's
 // back, where the ticket queue would put it. A release the queue would not put at its back
 // (ReadyQueue::goes_behind: a frame served more than a period late) is not a turn: the ring is
-// left. Nor is a caller's last frame, though its departure (due by its next release) has
-// flushed the ring before that step in every run the tests know.
+// left. The members' releases ascend and each moves by the period, so only the first can fall
+// behind the callers still queued. Nor is a caller's last frame a turn, though its departure
+// (due by its next release) has flushed the ring before that step in every run the tests know.
 template <bool kWindow>
 void FrameScheduler::end_ring(Time now) {
   const FrameRule rule = core_.rule;
   const Time period = core_.period;
-  FrameLedger& ledger = core_.ledger;
   const size_t k = ring_step_;
   int64_t freed = 0;
   int64_t most_resident = core_.result.max_resident_blocks_per_session;
-  Time back =
-      k < ring_.size() ? ring_.at(ring_.size() - 1).next_release : std::numeric_limits<Time>::min();
-  bool turns = true;
-  ring_.for_run(k, [&](UsualRing::Caller& c) {
-    freed += rule.serve_frame<kWindow>(c);
-    most_resident = std::max(most_resident, c.held);
-    ledger.serve(c.next_release, now - c.next_release, 1);
-    ++c.next_frame;
-    if (has_next_frame(c)) {
-      c.next_release += period;
-      turns &= ReadyQueue::goes_behind(back, c.next_release);
-      back = c.next_release;
-    } else {
-      turns = false;
-    }
+  const Time first = ring_.at(0).next_release;
+  bool turns = k == ring_.size() ||
+               ReadyQueue::goes_behind(ring_.at(ring_.size() - 1).next_release, first + period);
+  core_.ledger.serve_ascending(now, first, [&](auto&& serve) {
+    ring_.for_run(k, [&](UsualRing::Caller& c) {
+      freed += rule.serve_frame<kWindow>(c);
+      most_resident = std::max(most_resident, c.held);
+      serve(c.next_release);
+      ++c.next_frame;
+      if (has_next_frame(c)) [[likely]] {
+        c.next_release += period;
+      } else {
+        turns = false;
+      }
+    });
   });
   ring_.turn(k);
   ring_step_ = 0;
