@@ -44,8 +44,8 @@ class ReadyQueue {
   static bool goes_behind(Time back, Time release) { return release >= back; }
 
   bool empty() const { return ring_.empty() && heap_.empty(); }
-  // Every ticket is in the ring, in service order (none waits in the heap).
-  bool in_ring() const { return heap_.empty(); }
+  // Every ticket is in the sorted ring (none waits in the heap).
+  bool all_in_order() const { return heap_.empty(); }
   void clear() {
     ring_.clear();
     heap_.clear();

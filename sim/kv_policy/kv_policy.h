@@ -8,8 +8,9 @@
 // prediction, pool sizing and the service bounds ask of a session (blocks held and freed at each
 // frame, the keys a pass reads) follows from it through KvRule (sim/kv_policy/kv_rule.h). A policy
 // whose rule is a kv::Window (core/kv_window.h: what the kernels run) says so through window(),
-// and then the closed forms of the window serve the fast paths (the frame scheduler's bulk take,
-// the forecasts, vLLM's scheduler, the replay); a policy that is no window runs without them.
+// and then the closed forms of the window serve the fast paths (the frame scheduler's bulk take
+// and usual ring, the forecasts, vLLM's scheduler, the replay); a policy that is no window runs
+// without them.
 #pragma once
 
 #include <cstdint>

@@ -440,7 +440,7 @@ void FrameScheduler::flush() {
 // that), so that a regime the ring cannot hold costs a look per period, not per step.
 bool FrameScheduler::enter_ring(Time now) {
   ring_try_at_ = now + core_.period;
-  if (core_.stalled > 0 || !core_.ready.in_ring()) return false;
+  if (core_.stalled > 0 || !core_.ready.all_in_order()) return false;
   for (size_t i = blocked_head_; i < blocked_.size(); ++i) {
     if (core_.valid(blocked_[i])) return false;
   }

@@ -4,8 +4,8 @@
 // out of the window. A frame that cannot get blocks follows the exhaustion policy
 // (sim/exhaustion/): `stall` (it waits; the engine produces nothing for it) or `preempt_recompute`
 // (the newest session is evicted and later recomputes its history). Every rule of a frame is
-// FrameRule's (sim/engine/frame_rule.h): the one-by-one path and the bulk take of usual callers
-// both call it.
+// FrameRule's (sim/engine/frame_rule.h): the one-by-one path, the bulk take of usual callers and
+// the usual ring (usual_ring.h: the ready queue while every queued caller is usual) all call it.
 #pragma once
 
 #include <algorithm>

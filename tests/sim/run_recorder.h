@@ -1,4 +1,4 @@
-// For tests of exact optimisations (cohorts, the bulk take of usual callers): a run's outputs as
+// For tests of exact optimisations (cohorts, the usual ring): a run's outputs as
 // text, every summary number and every time-series sample, step, stall and preemption, so that two
 // runs can be compared whole and the first difference shown.
 #pragma once
