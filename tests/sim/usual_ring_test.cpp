@@ -93,22 +93,27 @@ TEST(UsualRing, SameResultsWithAndWithout) {
 // Random streams of distinct callers against batch caps, tight pools, both exhaustion policies,
 // multi-block frames and calls that end: the shapes where the ring is entered and left.
 TEST(UsualRing, RandomStreamsMatch) {
+  struct Knob {  // a whole-number setting drawn from [from, from + span)
+    const char* key;
+    double from, span;
+  };
+  const Knob knobs[] = {{"engine.max_sessions_per_step", 1, 300},
+                        {"engine.num_blocks", 500, 20000},
+                        {"engine.block_size", 1, 32},
+                        {"workload.kv_tokens_per_frame", 1, 80},
+                        {"workload.prompt_tokens", 0, 100}};
   Rng rng(7, "usual ring");
   for (int i = 0; i < 30; ++i) {
-    const std::vector<std::string> sets = {
+    std::vector<std::string> sets = {
         poisson(1 + 60 * rng.uniform(), 1 + static_cast<int64_t>(rng.uniform() * 600)),
-        "engine.max_sessions_per_step=" +
-            std::to_string(1 + static_cast<int64_t>(rng.uniform() * 300)),
-        "engine.num_blocks=" + std::to_string(500 + static_cast<int64_t>(rng.uniform() * 20000)),
-        "engine.block_size=" + std::to_string(1 + static_cast<int64_t>(rng.uniform() * 32)),
         "engine.exhaustion=" + std::string(rng.uniform() < 0.5 ? "stall" : "preempt_recompute"),
-        "workload.kv_tokens_per_frame=" +
-            std::to_string(1 + static_cast<int64_t>(rng.uniform() * 80)),
-        "workload.prompt_tokens=" + std::to_string(static_cast<int64_t>(rng.uniform() * 100)),
         "workload.duration={\"type\":\"exponential\",\"mean_s\":" +
             std::to_string(5 + 60 * rng.uniform()) + "}",
-        "horizon_s=60",
-        "output.sample_period_s=0.5"};
+        "horizon_s=60", "output.sample_period_s=0.5"};
+    for (const Knob& k : knobs) {
+      sets.push_back(std::string(k.key) + "=" +
+                     std::to_string(static_cast<int64_t>(k.from + k.span * rng.uniform())));
+    }
     const Scenario s = testing::moshi(0, rng.uniform() < 0.5 ? "windowed" : "unbounded", sets);
     SCOPED_TRACE("case " + std::to_string(i));
     expect_same(s);
