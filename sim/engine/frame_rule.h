@@ -1,8 +1,8 @@
 // The frame scheduler's per-frame arithmetic on a scenario's constants: the KV a frame appends,
 // the blocks it takes and frees, and the passes that price it. Step end, which runs it once per
 // served frame, copies it into a local: the stores into sessions would otherwise make the compiler
-// reload every constant from the engine, once per frame. (The bulk take reads it by reference,
-// which measured a few instructions per frame cheaper there.)
+// reload every constant from the engine, once per frame. (The bulk take and the usual ring read it
+// by reference, which measured a few instructions per frame cheaper there.)
 #pragma once
 
 #include <algorithm>

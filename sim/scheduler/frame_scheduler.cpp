@@ -516,7 +516,7 @@ bool FrameScheduler::take_ring(Time now) {
 // (due by its next release) has flushed the ring before that step in every run the tests know.
 template <bool kWindow>
 void FrameScheduler::end_ring(Time now) {
-  const FrameRule rule = core_.rule;
+  const FrameRule& rule = core_.rule;
   const Time period = core_.period;
   const size_t k = ring_step_;
   int64_t freed = 0;
