@@ -2,7 +2,9 @@
 // exclusive lock (two processes writing one --out would interleave rows and both claim to be
 // complete) and removes the previous run's completion markers first, so that a run killed half way
 // can never leave an old "complete" summary beside its new partial rows. Each command writes its
-// marker (summary.json, sweep.json) last, with write_file_atomically.
+// marker (kMarkers: summary.json, sweep.json) last, with write_file_atomically; every command's
+// marker is removed, so that a folder another command wrote before (a simulate's, then a sweep's)
+// never shows that command's finished run beside this one's files.
 #pragma once
 
 #include <string>
@@ -14,7 +16,8 @@ namespace metronome {
 class OutputDir {
  public:
   // `option` names the flag for messages ("--out"). `stale` lists the files (relative to the
-  // folder) that describe a finished run and are removed before anything else is written.
+  // folder) that describe a finished run and are removed before anything else is written, with
+  // the markers.
   // ConfigError: the path is a file, cannot be created, another process holds the lock, or one of
   // the stale files is an input of this run (base/input_files.h).
   OutputDir(const std::string& path, std::string_view option,
@@ -27,6 +30,8 @@ class OutputDir {
   std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
 
   static constexpr std::string_view kLockName = ".metronome.lock";
+  // The files whose presence says a command's run in the folder finished.
+  static const std::vector<std::string> kMarkers;
 
  private:
   std::string path_;

@@ -85,6 +85,21 @@ TEST(OutputDir, LocksRemovesStaleMarkersAndRefusesFiles) {
   EXPECT_THROW(OutputDir(d + "/keep.csv", "--out", {}), ConfigError);
 }
 
+// Another command's finished run in the folder (a simulate's summary.json, where a sweep now
+// writes; a sweep's sweep.json, where a simulate now writes) is no longer marked finished.
+TEST(OutputDir, RemovesEveryCommandsMarker) {
+  const std::string d = temp_dir("markers");
+  for (const std::string& m : OutputDir::kMarkers) {
+    write_file_atomically(d + "/" + m, "{\"complete\": true}\n", m);
+  }
+  write_file_atomically(d + "/timeseries.csv", "x\n", "timeseries.csv");
+  OutputDir out(d, "--out", {"aggregate.json"});
+  for (const std::string& m : OutputDir::kMarkers) {
+    EXPECT_FALSE(std::filesystem::exists(d + "/" + m)) << m;
+  }
+  EXPECT_TRUE(std::filesystem::exists(d + "/timeseries.csv"));
+}
+
 // A file read as an input is no output, under whatever name the output gives it: streamed,
 // written whole, or a stale file of a folder; the file is left as it was.
 TEST(InputFiles, NoOutputReplacesAFileThisRunRead) {
