@@ -526,6 +526,12 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
   std::string scenario;
   std::string cost_label;  // the shards ran the same spec, so the same cost models
   std::map<int64_t, ojson> rows;
+  // A spec names its scenario by the path its shard was given (from another folder, or spelled
+  // otherwise): the file each shard ran is compared below, as it resolved it, not the path.
+  const auto beside_path = [](ojson spec) {
+    if (spec.is_object()) spec.erase("scenario");
+    return spec;
+  };
   for (const auto& d : dirs) {
     if (!std::filesystem::exists(d + "/sweep.json"))
       throw ConfigError(d + ": no sweep.json (not a sweep output directory)");
@@ -535,7 +541,7 @@ void merge_sweeps(const std::vector<std::string>& dirs, const std::string& out_d
       spec_json = meta["spec"];
       if (meta.contains("cost_model") && meta["cost_model"].is_string())
         cost_label = meta["cost_model"].get<std::string>();
-    } else if (meta["spec"] != *spec_json) {
+    } else if (beside_path(meta["spec"]) != beside_path(*spec_json)) {
       throw ConfigError(d + ": a different sweep (its spec differs from " + dirs.front() + ")");
     }
     const std::string ran = read_text_file(d + "/scenario.json", "shard's resolved scenario");

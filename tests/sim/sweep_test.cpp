@@ -246,6 +246,34 @@ TEST(Sweep, TwoShardsMergedEqualOneProcess) {
                ConfigError);
 }
 
+// Shards given one scenario file by other paths (from another folder, or spelled otherwise) ran
+// one sweep: the files they ran are compared, not the paths. A shard of another sweep is not.
+TEST(Sweep, ShardsOfOneScenarioByOtherPathsMerge) {
+  SweepSpec spec = small_spec();
+  const std::string dir = std::string(METRONOME_SOURCE_DIR) + "/scenarios";
+  std::vector<std::string> shards;
+  for (int i = 0; i < 2; ++i) {
+    SweepSpec s = spec;
+    s.scenario = dir + (i == 0 ? "/default.json" : "/../scenarios/./default.json");
+    SweepOptions o;
+    o.jobs = 1;
+    o.shard = Shard{i, 2};
+    o.out_dir = temp_dir("path_shard" + std::to_string(i));
+    run_sweep(s, o);
+    shards.push_back(o.out_dir);
+  }
+  EXPECT_NO_THROW(merge_sweeps(shards, temp_dir("path_merged")));
+  SweepSpec other = spec;
+  other.scenario = dir + "/default.json";
+  other.seeds = parse_seeds("4");
+  SweepOptions o;
+  o.jobs = 1;
+  o.shard = Shard{1, 2};
+  o.out_dir = temp_dir("path_other");
+  run_sweep(other, o);
+  EXPECT_THROW(merge_sweeps({shards[0], o.out_dir}, temp_dir("path_merged_other")), ConfigError);
+}
+
 TEST(Sweep, StopLeavesCompleteRowsAndValidFiles) {
   const SweepSpec spec = small_spec();
   std::atomic<bool> stop{true};  // as if Ctrl-C came before the first run
