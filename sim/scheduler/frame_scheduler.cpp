@@ -421,10 +421,6 @@ void FrameScheduler::end_members(Time now) {
   core_.result.max_resident_blocks_per_session = most_resident;
 }
 
-}  // namespace metronome
-
-namespace metronome {
-
 void FrameScheduler::sync() {
   for (size_t j = 0; j < ring_.size(); ++j) write_back(ring_.at(j));
 }
@@ -461,9 +457,7 @@ bool FrameScheduler::enter_ring(Time now) {
   return true;
 }
 
-// Writes the ring's copies back into the sessions and the ticket queue, in the ring's order with
-// fresh sequence numbers (the same order as the tickets the general path would hold): the callers
-// of a running step into it, the others into the queue unless their last frame is served.
+// The ring's copy of a caller's per-frame fields back into its session.
 void FrameScheduler::write_back(const UsualRing::Caller& c) {
   Session& s = core_.sessions[c.id];
   s.next_release = c.next_release;
@@ -472,6 +466,9 @@ void FrameScheduler::write_back(const UsualRing::Caller& c) {
   s.next_frame = c.next_frame;
 }
 
+// Writes the ring's copies back into the sessions and the ticket queue, in the ring's order with
+// fresh sequence numbers (the same order as the tickets the general path would hold): the callers
+// of a running step into it, the others into the queue unless their last frame is served.
 void FrameScheduler::leave_ring() {
   for (size_t j = 0; j < ring_.size(); ++j) {
     const UsualRing::Caller& c = ring_.at(j);
