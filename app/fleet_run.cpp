@@ -48,7 +48,7 @@ int simulate_fleet(const Scenario& s, const FleetRunOptions& o) {
   std::vector<std::unique_ptr<RunFolder>> folders;
   Fleet::ObserverFor observer_for;
   if (!o.out.empty()) {
-    std::vector<std::string> files = {"summary.json", "scenario.json", "replicas.csv"};
+    std::vector<std::string> files = {"scenario.json", "replicas.csv"};
     if (s.fleet->autoscale) files.push_back("replica_counts.csv");
     if (s.fleet->gateway->control_loop()) files.push_back("gateway_control.csv");
     dir = std::make_unique<OutputDir>(o.out, "--out", files);

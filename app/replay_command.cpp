@@ -109,7 +109,7 @@ Run add_replay(CLI::App& app) {
     // not after it.
     std::unique_ptr<OutputDir> out;
     if (!o->out.empty()) {
-      out = std::make_unique<OutputDir>(o->out, "--out", std::vector<std::string>{"summary.json"});
+      out = std::make_unique<OutputDir>(o->out, "--out", std::vector<std::string>{});
     }
 
     replay::ReplayRun r;

@@ -24,8 +24,7 @@ class RunFolder {
                                                         "summary.json"};
 
   explicit RunFolder(const std::string& path)
-      : dir_(path, "--out", {"summary.json", "scenario.json"}),
-        series_(dir_.file("timeseries.csv")) {}
+      : dir_(path, "--out", {"scenario.json"}), series_(dir_.file("timeseries.csv")) {}
 
   TimeSeriesWriter& series() { return series_; }
   const OutputDir& dir() const { return dir_; }

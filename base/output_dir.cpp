@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,9 +20,7 @@ OutputDir::OutputDir(const std::string& path, std::string_view option,
                      const std::vector<std::string>& listed)
     : path_(path), lock_path_(path + "/" + std::string(kLockName)) {
   std::vector<std::string> stale = listed;
-  for (const std::string& m : kMarkers) {
-    if (std::find(stale.begin(), stale.end(), m) == stale.end()) stale.push_back(m);
-  }
+  stale.insert(stale.end(), kMarkers.begin(), kMarkers.end());
   const std::string where = std::string(option) + " " + path;
   if (path.empty()) throw ConfigError(std::string(option) + ": expected a folder path, got \"\"");
   std::error_code ec;

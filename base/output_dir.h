@@ -16,8 +16,8 @@ namespace metronome {
 class OutputDir {
  public:
   // `option` names the flag for messages ("--out"). `stale` lists the files (relative to the
-  // folder) that describe a finished run and are removed before anything else is written, with
-  // the markers.
+  // folder) besides kMarkers that describe a finished run; they and the markers are removed
+  // before anything else is written.
   // ConfigError: the path is a file, cannot be created, another process holds the lock, or one of
   // the stale files is an input of this run (base/input_files.h).
   OutputDir(const std::string& path, std::string_view option,

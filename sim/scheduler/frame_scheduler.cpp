@@ -495,14 +495,18 @@ bool FrameScheduler::take_ring(Time now) {
   int64_t left = free;
   FrameRule::RunSums sums;
   const size_t limit = std::min(ring_.size(), static_cast<size_t>(max_batch_));
+  bool short_of_blocks = false;
   const size_t k = ring_.take_while(limit, [&](UsualRing::Caller& c) {
-    return c.next_release <= now && rule.join_run<kWindow>(c, left, sums);
+    if (c.next_release > now) return false;
+    if (rule.join_run<kWindow>(c, left, sums)) return true;
+    short_of_blocks = true;
+    return false;
   });
   core_.pool.allocate_fitting(free - left);
   batch_members_ = static_cast<int64_t>(k);
   ring_step_ = k;
   rule.add_run_passes(sums, passes_);
-  return k == limit || ring_.at(k).next_release > now;
+  return !short_of_blocks;
 }
 
 // end_members on the ring: each caller of the step is served and, one period later, is the ring's

@@ -182,10 +182,10 @@ void write_whole(const std::string& path, const std::string& text) {
   write_file_atomically(path, text, path.substr(path.find_last_of('/') + 1));
 }
 
-// The files a finished sweep leaves; removed when a new sweep opens the folder, so that an
-// interrupted rerun cannot leave the old "complete": true beside its partial rows.
-const std::vector<std::string> kSummaryFiles = {"sweep.json", "aggregate.json", "aggregate.csv",
-                                                "scenario.json"};
+// The files a finished sweep leaves besides its marker, sweep.json (OutputDir::kMarkers); removed
+// with it when a new sweep opens the folder, so that an interrupted rerun cannot leave the old
+// "complete": true beside its partial rows.
+const std::vector<std::string> kSummaryFiles = {"aggregate.json", "aggregate.csv", "scenario.json"};
 
 // Row streams: the header goes with the first row, every row is handed to the kernel whole, and
 // every write is checked.

@@ -68,7 +68,7 @@ TEST(OutputDir, LocksRemovesStaleMarkersAndRefusesFiles) {
   write_file_atomically(d + "/summary.json", "{\"complete\": true}\n", "summary.json");
   write_file_atomically(d + "/keep.csv", "x\n", "keep.csv");
   {
-    OutputDir out(d, "--out", {"summary.json"});
+    OutputDir out(d, "--out", {});
     EXPECT_FALSE(std::filesystem::exists(d + "/summary.json"));  // gone before anything is written
     EXPECT_TRUE(std::filesystem::exists(d + "/keep.csv"));
     // A second writer (another process, or this one) is refused while the first holds the lock.
